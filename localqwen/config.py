@@ -41,8 +41,8 @@ class RuntimeSection(BaseModel):
 
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    app: AppSection = Field(default_factory=AppSection)
-    runtime: RuntimeSection = Field(default_factory=RuntimeSection)
+    app: AppSection = Field(default_factory=lambda: AppSection())
+    runtime: RuntimeSection = Field(default_factory=lambda: RuntimeSection())
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     def plugin_section(self, plugin_id: str) -> dict[str, Any]:
@@ -113,7 +113,8 @@ def load_config(path: Path, *, strict: bool = False) -> tuple[Config, ConfigErro
 def default_config_text(plugin_sections: dict[str, type[BaseModel]] | None = None) -> str:
     """A commented config file with every setting at its default, one section per plugin."""
     lines = ["# LocalQwen configuration. Delete a line to go back to its default.", ""]
-    for name, model in (("app", AppSection), ("runtime", RuntimeSection)):
+    builtin: list[tuple[str, type[BaseModel]]] = [("app", AppSection), ("runtime", RuntimeSection)]
+    for name, model in builtin:
         lines += _section_lines(name, model)
     for plugin_id, model in sorted((plugin_sections or {}).items()):
         lines += _section_lines(f"plugins.{plugin_id}", model)

@@ -1,9 +1,9 @@
 from pathlib import Path
 
 import pytest
+from lq_test_plugin import EchoForm, SlowForm
 
 from localqwen.plugin_api import FormError, Widget, form_fields, parse_form
-from lq_test_plugin import EchoForm, SlowForm
 
 
 def test_widgets_and_hints_are_inferred():

@@ -1,4 +1,5 @@
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -22,7 +23,7 @@ def test_echo_streams_every_event_kind_and_ends_with_done(bench):
     progress = [e for e in events if isinstance(e, ev.Progress)]
     assert progress[-1].done == 3 and progress[-1].total == 3 and progress[-1].eta_s == 0
     written = next(e for e in events if isinstance(e, ev.FileWritten))
-    assert open(written.path).read().count("hello") == 3
+    assert Path(written.path).read_text().count("hello") == 3
 
 
 def test_invalid_form_raises_before_running(bench):

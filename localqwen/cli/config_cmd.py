@@ -66,7 +66,9 @@ def edit() -> None:
     if not file.exists():
         write_default_config(file, _plugin_sections())
         typer.echo(f"created {file}")
-    typer.edit(filename=str(file))
+    import click
+
+    click.edit(filename=str(file))
     _config, error = load_config(file)
     if error is not None:
         typer.secho(f"error: {error}", fg="red", err=True)

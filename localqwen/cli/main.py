@@ -22,7 +22,8 @@ app = typer.Typer(
     help="LocalQwen: a local workbench for Qwen3 and Qwen3-VL models.",
     no_args_is_help=False,
     add_completion=False,
-    rich_markup_mode="rich",
+    rich_markup_mode=None,  # plain help: rich formatting costs ~110 ms at every start
+    pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 

@@ -62,6 +62,8 @@ def run(
     except click.ClickException as exc:
         exc.show()
         raise typer.Exit(2) from None
+    if not isinstance(values, dict):  # click printed --help and returned its exit code
+        raise typer.Exit(values or 0)
 
     printer = EventPrinter(as_json=as_json)
     cancel = CancelToken()

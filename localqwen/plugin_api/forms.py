@@ -10,7 +10,8 @@ from __future__ import annotations
 import enum
 import types
 import typing
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -118,7 +119,7 @@ def form_fields(form_cls: type[BaseModel]) -> list[FieldSpec]:
     hints = typing.get_type_hints(form_cls)
     for name, info in form_cls.model_fields.items():
         annotation, _optional = _unwrap_optional(hints.get(name, info.annotation))
-        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        extra: dict[str, Any] = dict(info.json_schema_extra) if isinstance(info.json_schema_extra, dict) else {}
         choices = list(extra.get("choices") or [])
         multiple = False
         value_type: Any = annotation

@@ -65,8 +65,8 @@ class PluginHost:
         self.failures: dict[str, PluginFailure] = {}
 
     # -- registration -------------------------------------------------------------------------
-    def add(self, plugin_cls: type[Plugin]) -> Plugin:
-        """Register a plugin class directly (embedding LocalQwen, or tests)."""
+    def add(self, plugin_cls: type[Plugin]) -> Plugin | None:
+        """Register a plugin class directly (embedding LocalQwen, or tests); None if it fails."""
         self._extra[plugin_cls.id] = plugin_cls
         return self._instantiate(plugin_cls.id, plugin_cls)
 

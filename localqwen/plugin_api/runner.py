@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Generator, Iterator, Mapping
+from typing import Any, Literal
 
 from localqwen.plugin_api import events as ev
 from localqwen.plugin_api.cancel import Cancelled
@@ -31,8 +31,8 @@ def run_action(action: Action, values: Form | Mapping[str, Any], ctx: Context) -
 
 def _iterate(action: Action, form: Form, ctx: Context) -> Iterator[Any]:
     start = time.monotonic()
-    generator = action.run(form, ctx)
-    status = "ok"
+    generator: Generator[Any, None, None] = action.run(form, ctx)  # type: ignore[assignment]
+    status: Literal["ok", "failed", "cancelled"] = "ok"
     result: dict[str, Any] = {}
     summary = ""
     try:

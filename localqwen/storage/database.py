@@ -18,13 +18,13 @@ class Database:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self.connect() as conn:
-            conn.execute(
-                "CREATE TABLE IF NOT EXISTS schema_versions (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-            )
+        self.connection.execute(
+            "CREATE TABLE IF NOT EXISTS schema_versions (namespace TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+        )
 
-    def connect(self) -> sqlite3.Connection:
-        """One connection per thread (sqlite3 connections must not cross threads)."""
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """This thread's connection (sqlite3 connections must not cross threads), autocommit mode."""
         conn = getattr(self._local, "conn", None)
         if conn is None:
             conn = sqlite3.connect(self.path, timeout=30, isolation_level=None)
@@ -33,21 +33,32 @@ class Database:
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
-        return _Transaction(conn)  # type: ignore[return-value]
+        return conn
+
+    def connect(self) -> _Transaction:
+        """``with db.connect() as conn:`` runs the block in one transaction."""
+        return _Transaction(self.connection)
 
     def migrate(self, namespace: str, migrations: Sequence[str]) -> int:
-        """Apply ``migrations[version:]`` for ``namespace``; return the new version."""
-        with self.connect() as conn:
-            row = conn.execute("SELECT version FROM schema_versions WHERE namespace = ?", (namespace,)).fetchone()
-            version = row["version"] if row else 0
-            for index in range(version, len(migrations)):
-                conn.executescript(migrations[index])
-                conn.execute(
-                    "INSERT INTO schema_versions(namespace, version) VALUES(?, ?) "
-                    "ON CONFLICT(namespace) DO UPDATE SET version = excluded.version",
-                    (namespace, index + 1),
-                )
-            return len(migrations)
+        """Apply ``migrations[version:]`` for ``namespace``, each atomically; return the new version."""
+        conn = self.connection
+        row = conn.execute("SELECT version FROM schema_versions WHERE namespace = ?", (namespace,)).fetchone()
+        version = row["version"] if row else 0
+        quoted = namespace.replace("'", "''")
+        for index in range(version, len(migrations)):
+            # executescript() commits first, so the whole step (and its version bump) is one script.
+            script = (
+                f"BEGIN;\n{migrations[index]};\n"
+                f"INSERT INTO schema_versions(namespace, version) VALUES('{quoted}', {index + 1}) "
+                "ON CONFLICT(namespace) DO UPDATE SET version = excluded.version;\nCOMMIT;"
+            )
+            try:
+                conn.executescript(script)
+            except sqlite3.Error:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        return max(version, len(migrations))
 
     def close(self) -> None:
         conn = getattr(self._local, "conn", None)

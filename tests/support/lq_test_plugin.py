@@ -41,7 +41,7 @@ class EchoPlugin(Plugin):
     def echo(self, form: EchoForm, ctx: Context):
         tracker = ev.ProgressTracker(form.repeat, unit="line", message="echoing")
         lines = []
-        for index in range(form.repeat):
+        for _ in range(form.repeat):
             line = form.text.upper() if form.shout else form.text
             if form.style == "stars":
                 line = f"* {line} *"
