@@ -43,3 +43,19 @@ def test_plugins(tmp_path, monkeypatch) -> Path:
     monkeypatch.setenv("LOCALQWEN_NO_THIRD_PARTY_PLUGINS", "0")
     importlib.invalidate_caches()
     return site
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_path(tmp_path_factory) -> Path:
+    """A tiny random-weight Qwen3 folder (real transformers classes), built once per session."""
+    from localqwen.testing.tiny_models import build_tiny_qwen3
+
+    return build_tiny_qwen3(tmp_path_factory.mktemp("tiny_qwen3"))
+
+
+@pytest.fixture(scope="session")
+def tiny_qwen3_vl_path(tmp_path_factory) -> Path:
+    """A tiny random-weight Qwen3-VL folder with processor, built once per session."""
+    from localqwen.testing.tiny_models import build_tiny_qwen3_vl
+
+    return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny_qwen3_vl"))
