@@ -12,13 +12,12 @@ import json
 from pathlib import Path
 
 import pytest
+from captioner_support import COCO_MINI
 from localqwen_captioner.batch import BatchOptions, BatchSummary, CaptionJournal, caption_images
 from localqwen_captioner.images import find_images
 
 from localqwen.plugin_api import Cancelled, CancelToken
 from localqwen.plugin_api import events as ev
-
-COCO_MINI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coco_mini"
 
 
 def colour_captions(images):

@@ -1,7 +1,7 @@
 """The COCO pipeline: download -> CSV -> conversation JSON -> references.
 
 The ModelScope hub is the one part this machine cannot reach, so ``download_coco`` is fed rows
-in the hub dataset's own layout (``image_id``, ``caption``, ``image`` as a PIL image), built from
+in the hub dataset's own layout by ``captioner_support.hub_rows`` (the fake hub), built from
 real COCO images in ../shared/data/coco_mini. Everything after the hub is the real code.
 """
 
@@ -9,27 +9,13 @@ from __future__ import annotations
 
 import csv
 import json
-from pathlib import Path
 
 import pytest
+from captioner_support import COCO_MINI, hub_rows
 from localqwen_captioner import coco
 
 from localqwen.plugin_api import Cancelled, CancelToken
 from localqwen.plugin_api import events as ev
-
-COCO_MINI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coco_mini"
-
-
-def hub_rows(limit: int = 12, *, as_bytes: bool = False):
-    """Rows shaped like ``MsDataset.load('modelscope/coco_2014_caption', ...)`` yields (the fake hub)."""
-    from PIL import Image
-
-    data = json.loads((COCO_MINI / "annotations" / "captions_train2017.json").read_text())
-    files = {image["id"]: image["file_name"] for image in data["images"]}
-    for note in data["annotations"][:limit]:
-        path = COCO_MINI / "train2017" / files[note["image_id"]]
-        image = {"bytes": path.read_bytes(), "path": None} if as_bytes else Image.open(path)
-        yield {"image_id": note["image_id"], "caption": note["caption"], "image": image}
 
 
 def test_download_writes_images_and_csv_and_resumes(tmp_path):

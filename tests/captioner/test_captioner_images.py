@@ -6,9 +6,8 @@ import io
 from pathlib import Path
 
 import pytest
+from captioner_support import COCO_MINI
 from localqwen_captioner.images import ImageLoadError, find_images, load_image
-
-COCO_MINI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coco_mini"
 
 
 def _save(image, path: Path, **options) -> Path:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from captioner_support import COCO_MINI
 from localqwen_captioner.metrics import score_captions, tokenize
-
-COCO_MINI = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "coco_mini"
 
 
 def test_tokenize_follows_coco_ptb_rules():
