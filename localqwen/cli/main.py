@@ -15,6 +15,7 @@ COMMAND_MODULES = [
     "localqwen.cli.plugins_cmd",
     "localqwen.cli.run_cmd",
     "localqwen.cli.config_cmd",
+    "localqwen.cli.coco_cmd",
 ]
 
 app = typer.Typer(

@@ -4,7 +4,6 @@ see test_captioner_coco.py), CSV -> JSON, and metrics of saved captions."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -77,13 +76,21 @@ def test_metrics_of_saved_captions(bench, tmp_path):
     assert table.columns[:4] == ["captions", "BLEU-4", "ROUGE-L", "CIDEr"]
 
 
-def test_cli_runs_coco_to_json(tmp_path):
-    import subprocess
+def test_cli_coco_commands(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
 
-    list(coco.download_coco(tmp_path / "coco", rows=6, source=hub_rows(6)))
-    out = subprocess.run([sys.executable, "-m", "localqwen.cli.main", "run", "captioner", "coco-to-json",
-                          "--csv-file", str(tmp_path / "coco" / "captions.csv"), "--test-size", "1", "--json"],
-                         capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    done = json.loads(out.stdout.strip().splitlines()[-1])
+    from localqwen.cli.main import app
+
+    monkeypatch.setattr(coco, "load_hub_rows", lambda split: hub_rows(6))  # the hub: unreachable here
+    runner = CliRunner()
+    out = runner.invoke(app, ["coco", "download", "--rows", "6", "--out", str(tmp_path / "coco"), "--json"])
+    assert out.exit_code == 0, out.output
+    csv_path = tmp_path / "coco" / "captions.csv"
+    assert json.loads(out.output.strip().splitlines()[-1])["result"]["csv"] == str(csv_path)
+    out = runner.invoke(app, ["coco", "to-json", str(csv_path), "--test-size", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    done = json.loads(out.output.strip().splitlines()[-1])
     assert done["kind"] == "done" and done["result"]["test_rows"] >= 1
+    # The same action through the generic plugin command; a missing CSV exits 1 with the reason.
+    out = runner.invoke(app, ["run", "captioner", "coco-to-json", "--csv-file", str(tmp_path / "x.csv")])
+    assert out.exit_code == 1 and "no such CSV file" in out.output
