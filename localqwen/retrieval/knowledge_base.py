@@ -1,0 +1,435 @@
+"""Knowledge bases: named collections of documents you can search.
+
+    manager = KnowledgeBaseManager(services)
+    kb = manager.create("papers")
+    for event in kb.add_paths(["~/papers"], cancel): ...      # Progress / Warning / Error / Done
+    hits = kb.search("what reduces LDL?", k=5, rerank=False)
+
+Adding a batch parses, chunks and embeds every file first (cancellable at any point, nothing
+written), then commits the whole batch at once (see store.py for why a crash can't leave half of
+it). Re-adding a changed file replaces its chunks; an unchanged file is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen.paths import PathOutsideRoot, ensure_within
+from localqwen.plugin_api import events
+from localqwen.plugin_api.cancel import CancelToken
+from localqwen.retrieval import store
+from localqwen.retrieval.chunking import chunk_blocks, hf_offsets
+from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL, get_embedder
+from localqwen.retrieval.loaders import DEFAULT_MAX_BYTES, SUPPORTED_SUFFIXES, DocumentError, load_document
+from localqwen.retrieval.search import FusionSettings, Hit, Mode, SearchIndex
+
+if TYPE_CHECKING:
+    from localqwen.services import Services
+
+_NAME = re.compile(r"^[\w][\w .\-]{0,63}$", re.UNICODE)
+
+
+class KnowledgeBaseError(ValueError):
+    """A knowledge-base operation was refused (unknown name, duplicate, bad name...)."""
+
+
+@dataclass
+class KnowledgeBaseInfo:
+    id: str
+    name: str
+    embedding_model: str
+    dimension: int
+    chunk_tokens: int
+    chunk_overlap: int
+    table_name: str
+    table_version: int | None
+    files: int = 0
+    chunks: int = 0
+
+
+@dataclass
+class FileRecord:
+    path: str
+    sha256: str
+    size: int
+    chunks: int
+    encoding: str | None
+
+
+class KnowledgeBaseManager:
+    """Create, list, rename and delete knowledge bases; hands out :class:`KnowledgeBase` objects."""
+
+    def __init__(self, services: Services, *, allowed_roots: list[Path] | None = None,
+                 max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.services = services
+        self.database = services.database
+        store.migrate(self.database)
+        self.root = services.paths.data_dir / "retrieval"
+        self.allowed_roots = allowed_roots
+        self.max_file_bytes = max_file_bytes
+        self._snapshots: dict[tuple[str, str, int], SearchIndex] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------ CRUD
+    def create(self, name: str, *, embedding_model: str | None = None, chunk_tokens: int = 200,
+               chunk_overlap: int = 40) -> KnowledgeBase:
+        name = _check_name(name)
+        if self._row(name) is not None:
+            raise KnowledgeBaseError(f"a knowledge base named '{name}' already exists")
+        model = embedding_model or DEFAULT_EMBEDDING_MODEL
+        dimension = get_embedder(model).dimension
+        kb_id = uuid.uuid4().hex[:12]
+        with self.database.connect() as conn:
+            conn.execute(
+                "INSERT INTO knowledge_bases(id, name, embedding_model, dimension, chunk_tokens, chunk_overlap,"
+                " table_name, table_version, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, NULL, ?)",
+                (kb_id, name, model, dimension, chunk_tokens, chunk_overlap, "chunks_0", time.time()))
+        return self.get(name)
+
+    def list(self) -> list[KnowledgeBaseInfo]:
+        rows = self.database.connection.execute(
+            "SELECT kb.*, COUNT(f.path) AS files, COALESCE(SUM(f.chunks), 0) AS chunks FROM knowledge_bases kb "
+            "LEFT JOIN knowledge_base_files f ON f.kb_id = kb.id GROUP BY kb.id ORDER BY kb.name").fetchall()
+        return [_info(row) for row in rows]
+
+    def get(self, name_or_id: str) -> KnowledgeBase:
+        row = self._row(name_or_id)
+        if row is None:
+            known = ", ".join(info.name for info in self.list()) or "none yet"
+            raise KnowledgeBaseError(f"no knowledge base named '{name_or_id}' (known: {known})")
+        return KnowledgeBase(self, _info(row))
+
+    def get_or_create(self, name: str, **options: Any) -> KnowledgeBase:
+        return self.get(name) if self._row(name) is not None else self.create(name, **options)
+
+    def rename(self, name: str, new_name: str) -> KnowledgeBase:
+        kb = self.get(name)
+        new_name = _check_name(new_name)
+        if self._row(new_name) is not None:
+            raise KnowledgeBaseError(f"a knowledge base named '{new_name}' already exists")
+        with self.database.connect() as conn:
+            conn.execute("UPDATE knowledge_bases SET name = ? WHERE id = ?", (new_name, kb.id))
+        return self.get(new_name)
+
+    def delete(self, name: str) -> None:
+        kb = self.get(name)
+        with self.database.connect() as conn:
+            conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb.id,))
+        kb.chunk_store.drop()
+
+    def folder(self, kb_id: str) -> Path:
+        return self.root / f"kb-{kb_id}"
+
+    def _row(self, name_or_id: str):
+        return self.database.connection.execute(
+            "SELECT kb.*, 0 AS files, 0 AS chunks FROM knowledge_bases kb WHERE kb.name = ? OR kb.id = ?",
+            (name_or_id, name_or_id)).fetchone()
+
+
+class KnowledgeBase:
+    def __init__(self, manager: KnowledgeBaseManager, info: KnowledgeBaseInfo) -> None:
+        self.manager = manager
+        self.info = info
+        self.id = info.id
+        self.name = info.name
+        self.chunk_store = store.ChunkStore(manager.folder(info.id), info.table_name, info.dimension)
+
+    @property
+    def embedder(self):
+        return get_embedder(self.info.embedding_model)
+
+    def files(self) -> list[FileRecord]:
+        rows = self.manager.database.connection.execute(
+            "SELECT path, sha256, size, chunks, encoding FROM knowledge_base_files WHERE kb_id = ? ORDER BY path",
+            (self.id,)).fetchall()
+        return [FileRecord(**dict(row)) for row in rows]
+
+    def _recorded_version(self) -> int | None:
+        row = self.manager.database.connection.execute(
+            "SELECT table_version FROM knowledge_bases WHERE id = ?", (self.id,)).fetchone()
+        if row is None:
+            raise KnowledgeBaseError(f"knowledge base '{self.name}' was deleted")
+        return row["table_version"]
+
+    def _open(self):
+        recorded = self._recorded_version()
+        table, version = self.chunk_store.open(recorded)
+        if recorded != version:
+            self._record(version)
+        return table, version
+
+    def _record(self, version: int, conn=None) -> None:
+        sql, args = "UPDATE knowledge_bases SET table_version = ? WHERE id = ?", (version, self.id)
+        if conn is not None:
+            conn.execute(sql, args)
+        else:
+            with self.manager.database.connect() as c:
+                c.execute(sql, args)
+
+    # ------------------------------------------------------------ ingestion
+    def add_paths(self, paths: Iterable[str | os.PathLike[str]], cancel: CancelToken | None = None, *,
+                  allowed_roots: list[Path] | None = None, _rebuild: bool = False) -> Iterator[Any]:
+        """Ingest files and folders; yields events. Bad files get an Error each; the rest go in."""
+        cancel = cancel or CancelToken()
+        started = time.monotonic()
+        roots = allowed_roots if allowed_roots is not None else self.manager.allowed_roots
+        files, problems = _expand(paths, roots)
+        for path, message in problems:
+            yield events.Error(message=message, field=str(path))
+        known = {} if _rebuild else {record.path: record for record in self.files()}
+        embedder = self.embedder
+        offsets = hf_offsets(embedder.tokenizer)
+        tracker = events.ProgressTracker(len(files), unit="file", task="ingest", message="reading")
+        rows: list[dict[str, Any]] = []
+        records: list[tuple[str, str, str, int, int, str | None]] = []
+        replaced: list[str] = []
+        failed = [str(p) for p, _ in problems]
+        skipped: list[str] = []
+        pending_texts: list[str] = []
+        for path in files:
+            if cancel.cancelled:
+                yield events.Done(status="cancelled", summary="ingestion cancelled; the index is unchanged",
+                                  elapsed_s=time.monotonic() - started)
+                return
+            key = str(path)
+            try:
+                data_hash = _sha256(path, self.manager.max_file_bytes)
+                if key in known and known[key].sha256 == data_hash:
+                    skipped.append(key)
+                    yield tracker.advance(message=f"unchanged: {path.name}")
+                    continue
+                document = load_document(path, max_bytes=self.manager.max_file_bytes)
+                chunks = chunk_blocks(document.blocks, offsets, max_tokens=self.info.chunk_tokens,
+                                      overlap=self.info.chunk_overlap)
+            except (DocumentError, OSError) as exc:
+                failed.append(key)
+                yield events.Error(message=str(exc) if isinstance(exc, DocumentError) else f"{path.name}: {exc}",
+                                   field=key)
+                yield tracker.advance(message=f"failed: {path.name}")
+                continue
+            for warning in document.warnings:
+                yield events.Warning(message=warning)
+            file_id = hashlib.sha1(key.encode()).hexdigest()[:16]
+            if key in known:
+                replaced.append(file_id)
+            for chunk in chunks:
+                rows.append({"chunk_id": f"{file_id}:{chunk.index}", "file_id": file_id, "source": key,
+                             "page": chunk.page if chunk.page is not None else -1, "heading": chunk.heading,
+                             "text": chunk.text})
+                pending_texts.append(index_text(chunk.heading, chunk.text))
+            records.append((key, file_id, data_hash, path.stat().st_size, len(chunks), document.encoding))
+            yield tracker.advance(message=f"read {path.name} ({len(chunks)} chunks)")
+
+        # Embed everything (the slow part), checking for cancel between batches.
+        embed_tracker = events.ProgressTracker(len(rows), unit="chunk", task="embed", message="embedding")
+        vectors = []
+        batch = 256
+        for start in range(0, len(pending_texts), batch):
+            if cancel.cancelled:
+                yield events.Done(status="cancelled", summary="ingestion cancelled; the index is unchanged",
+                                  elapsed_s=time.monotonic() - started)
+                return
+            vectors.extend(embedder.encode(pending_texts[start:start + batch]))
+            yield embed_tracker.update(min(len(rows), start + batch))
+        for row, vector in zip(rows, vectors, strict=False):
+            row["vector"] = vector
+
+        if _rebuild:
+            self._commit_rebuild(rows, records)
+        elif records:
+            self._commit(rows, records, replaced, [])
+        added = [r[0] for r in records]
+        summary = f"{len(added)} file(s) added ({len(rows)} chunks)"
+        if skipped:
+            summary += f", {len(skipped)} unchanged"
+        if failed:
+            summary += f", {len(failed)} failed"
+        yield events.Done(status="ok" if added or skipped or not failed else "failed", summary=summary,
+                          result={"added": added, "skipped": skipped, "failed": failed, "chunks": len(rows)},
+                          elapsed_s=time.monotonic() - started)
+
+    def ingest(self, paths: Iterable[str | os.PathLike[str]], cancel: CancelToken | None = None,
+               **options: Any) -> events.Done:
+        """Run :meth:`add_paths` to the end and return its Done event (for scripts and tests)."""
+        done = None
+        for event in self.add_paths(paths, cancel, **options):
+            if isinstance(event, events.Done):
+                done = event
+        assert done is not None
+        return done
+
+    def remove_paths(self, paths: Iterable[str | os.PathLike[str]]) -> list[str]:
+        """Forget files (their chunks go too); returns the paths that were removed."""
+        wanted = {str(Path(p).expanduser().resolve()) for p in paths}
+        targets = [r.path for r in self.files() if r.path in wanted or any(
+            r.path.startswith(w.rstrip("/") + "/") for w in wanted)]
+        if targets:
+            file_ids = [hashlib.sha1(p.encode()).hexdigest()[:16] for p in targets]
+            self._commit([], [], file_ids, targets)
+        return targets
+
+    def replace_paths(self, paths: Iterable[str | os.PathLike[str]], cancel: CancelToken | None = None,
+                      **options: Any) -> Iterator[Any]:
+        """Re-read files even if unchanged (e.g. after changing chunk settings)."""
+        paths = list(paths)
+        self.remove_paths(paths)
+        yield from self.add_paths(paths, cancel, **options)
+
+    def _commit(self, rows, records, delete_file_ids: list[str], removed_paths: list[str]) -> None:
+        with self.manager._lock:
+            table, _ = self._open()
+            version = self.chunk_store.write(table, delete_file_ids=delete_file_ids, rows=rows)
+            with self.manager.database.connect() as conn:
+                for path in removed_paths:
+                    conn.execute("DELETE FROM knowledge_base_files WHERE kb_id = ? AND path = ?", (self.id, path))
+                self._insert_records(conn, records)
+                self._record(version, conn)
+
+    def _insert_records(self, conn, records) -> None:
+        now = time.time()
+        for path, file_id, sha, size, chunks, encoding in records:
+            conn.execute(
+                "INSERT INTO knowledge_base_files(kb_id, path, file_id, sha256, size, chunks, encoding, added_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(kb_id, path) DO UPDATE SET"
+                " file_id = excluded.file_id, sha256 = excluded.sha256, size = excluded.size,"
+                " chunks = excluded.chunks, encoding = excluded.encoding, added_at = excluded.added_at",
+                (self.id, path, file_id, sha, size, chunks, encoding, now))
+
+    def rebuild(self, cancel: CancelToken | None = None) -> Iterator[Any]:
+        """Re-create the index from the recorded source files into a fresh table, then switch to it
+        in one SQLite transaction (the old index serves until then; e.g. after LanceDB data was lost)."""
+        paths = [r.path for r in self.files()]
+        yield from self.add_paths(paths, cancel, allowed_roots=[], _rebuild=True)
+
+    def _commit_rebuild(self, rows, records) -> None:
+        old_name = self.info.table_name
+        new_name = f"chunks_{int(old_name.rsplit('_', 1)[-1]) + 1}"
+        new_store = store.ChunkStore(self.chunk_store.folder, new_name, self.info.dimension)
+        new_store.drop_table()  # leftovers of a rebuild that died before switching
+        with self.manager._lock:
+            table, _ = new_store.open(None)
+            version = new_store.write(table, delete_file_ids=[], rows=rows)
+            with self.manager.database.connect() as conn:
+                conn.execute("DELETE FROM knowledge_base_files WHERE kb_id = ?", (self.id,))
+                self._insert_records(conn, records)
+                conn.execute("UPDATE knowledge_bases SET table_name = ?, table_version = ? WHERE id = ?",
+                             (new_name, version, self.id))
+            self.chunk_store.drop_table()
+            self.chunk_store = new_store
+            self.info.table_name = new_name
+
+    # ------------------------------------------------------------ search
+    def index(self) -> SearchIndex:
+        """The in-memory search snapshot of the current good version (built once per version)."""
+        import numpy as np
+
+        with self.manager._lock:
+            table, version = self._open()
+            key = (self.id, self.info.table_name, version)
+            cached = self.manager._snapshots.get(key)
+            if cached is not None:
+                return cached
+            data = self.chunk_store.snapshot(table)
+            n = data.num_rows
+            vectors = (np.asarray(data.column("vector").combine_chunks().flatten(), dtype=np.float32)
+                       .reshape(n, self.info.dimension) if n else np.zeros((0, self.info.dimension), np.float32))
+            texts = data.column("text").to_pylist()
+            headings = data.column("heading").to_pylist()
+            snapshot = SearchIndex(
+                texts, vectors, sources=data.column("source").to_pylist(),
+                pages=[p if p >= 0 else None for p in data.column("page").to_pylist()], headings=headings,
+                chunk_ids=data.column("chunk_id").to_pylist(), settings=FusionSettings(),
+                index_texts=[index_text(h, t) for h, t in zip(headings, texts, strict=False)])
+            for old in [k for k in self.manager._snapshots if k[0] == self.id]:
+                del self.manager._snapshots[old]
+            self.manager._snapshots[key] = snapshot
+            return snapshot
+
+    def search(self, query: str, k: int = 10, rerank: bool | str = False, *, mode: Mode = "hybrid") -> list[Hit]:
+        """Best chunks for ``query``. ``rerank`` is False, True (configured model) or a cross-encoder id."""
+        snapshot = self.index()
+        if not len(snapshot) or not query.strip():
+            return []
+        vector = self.embedder.encode_query(query) if mode != "bm25" else None
+        reranker = None
+        if rerank:
+            from localqwen.retrieval.rerank import get_reranker
+
+            name = rerank if isinstance(rerank, str) else _configured_reranker(self.manager.services)
+            if name:
+                reranker = get_reranker(name)
+        return snapshot.search(query, vector, k=k, mode=mode, reranker=reranker)
+
+
+def index_text(heading: str, text: str) -> str:
+    """What gets embedded and keyword-indexed: the heading path gives a chunk its context."""
+    return f"{heading}\n{text}" if heading else text
+
+
+def _configured_reranker(services) -> str | None:
+    section = services.config.plugin_section("rag") if hasattr(services.config, "plugin_section") else {}
+    return section.get("reranker") or None
+
+
+def _check_name(name: str) -> str:
+    name = (name or "").strip()
+    if not _NAME.match(name):
+        raise KnowledgeBaseError(f"invalid knowledge base name '{name}': use letters, digits, space, '.', '-' "
+                                 "or '_' (at most 64 characters)")
+    return name
+
+
+def _info(row) -> KnowledgeBaseInfo:
+    return KnowledgeBaseInfo(**{key: row[key] for key in row.keys() if key != "created_at"})  # noqa: SIM118 (sqlite3.Row)
+
+
+def _sha256(path: Path, max_bytes: int) -> str:
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise DocumentError(f"{path.name}: {size / 2**20:.0f} MB is over the {max_bytes / 2**20:.0f} MB limit "
+                            "for one document")
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _expand(paths: Iterable[str | os.PathLike[str]], roots: list[Path] | None) -> tuple[list[Path], list[tuple[str, str]]]:
+    """Files to read (folders walked for supported types) and per-path problems."""
+    files: list[Path] = []
+    problems: list[tuple[str, str]] = []
+    seen: set[Path] = set()
+    for raw in paths:
+        try:
+            path = ensure_within(roots, raw) if roots else Path(raw).expanduser().resolve()
+        except PathOutsideRoot as exc:
+            problems.append((str(raw), str(exc)))
+            continue
+        if not path.exists():
+            problems.append((str(raw), f"{raw}: no such file or folder"))
+            continue
+        candidates = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        for candidate in candidates:
+            candidate = candidate.resolve()
+            if path.is_dir() and candidate.suffix.lower() not in SUPPORTED_SUFFIXES:
+                continue  # folders: silently skip other file types
+            if roots:
+                try:  # a symlink inside an allowed folder may still point outside it
+                    ensure_within(roots, candidate)
+                except PathOutsideRoot as exc:
+                    problems.append((str(candidate), str(exc)))
+                    continue
+            if candidate not in seen:
+                seen.add(candidate)
+                files.append(candidate)
+    return files, problems

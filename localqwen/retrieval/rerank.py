@@ -1,0 +1,43 @@
+"""Optional second stage: a sentence-transformers CrossEncoder re-scores the fused candidates.
+
+Any local folder or hub id works (e.g. ``BAAI/bge-reranker-base``); nothing ships offline, so the
+default is "no rerank" and tests build a tiny cross-encoder at test time.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+RERANKER_CATALOG = {
+    "BAAI/bge-reranker-base": "multilingual (zh/en), 278M params",
+    "BAAI/bge-reranker-v2-m3": "multilingual, 568M params",
+    "cross-encoder/ms-marco-MiniLM-L-6-v2": "English, 22M params, fast",
+}
+
+_LOCK = threading.Lock()
+_LOADED: dict[tuple[str, str], Reranker] = {}
+
+
+class Reranker:
+    def __init__(self, name: str, device: str | None = None, max_length: int = 512) -> None:
+        from sentence_transformers import CrossEncoder
+
+        path = Path(name).expanduser()
+        self.name = str(path.resolve()) if path.exists() else name
+        self.model = CrossEncoder(self.name, device=device or "cpu", max_length=max_length)
+
+    def scores(self, query: str, texts: list[str], batch_size: int = 32) -> list[float]:
+        if not texts:
+            return []
+        raw = self.model.predict([(query, text) for text in texts], batch_size=batch_size,
+                                 show_progress_bar=False, convert_to_numpy=True)
+        return [float(x) for x in raw.reshape(len(texts), -1)[:, -1]]
+
+
+def get_reranker(name: str, device: str | None = None) -> Reranker:
+    key = (name, device or "cpu")
+    with _LOCK:
+        if key not in _LOADED:
+            _LOADED[key] = Reranker(name, device)
+        return _LOADED[key]
