@@ -102,3 +102,13 @@ def test_read_references_from_coco_annotations_in_place():
     # The default image folder is the split's folder beside "annotations".
     small = coco.read_references(COCO_MINI / "annotations" / "captions_val2017.json")
     assert len(small) == 79 and set(small) <= set(refs)
+
+
+def test_trainer_accepts_the_conversation_json(tmp_path):
+    from localqwen.training.data import read_rows, validate_rows
+
+    list(coco.download_coco(tmp_path / "coco", rows=10, source=hub_rows(10)))
+    result = coco.csv_to_conversations(tmp_path / "coco" / "captions.csv", tmp_path / "json", test_size=2)
+    for path in (result.train_path, result.test_path):
+        report = validate_rows(read_rows(path), "sft")
+        assert report.ok and len(report.valid) == len(json.loads(path.read_text())), report.summary()
