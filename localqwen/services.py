@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from localqwen.config import Config
+    from localqwen.jobs import JobManager
     from localqwen.paths import AppPaths
     from localqwen.storage.database import Database
 
@@ -27,3 +28,10 @@ class Services:
 
         self.paths.ensure()
         return Database(self.paths.database_file)
+
+    @cached_property
+    def jobs(self) -> JobManager:
+        """Background jobs (actions, downloads, training subprocesses) shared by the frontends."""
+        from localqwen.jobs import JobManager
+
+        return JobManager(self.database, self.paths)

@@ -1,0 +1,1 @@
+"""The TUI's screens: home, plugin action, chat, models, jobs, settings."""

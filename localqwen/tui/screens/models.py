@@ -1,0 +1,104 @@
+"""Models & device: the device plan, the model catalog with download, and which model each plugin uses."""
+
+from __future__ import annotations
+
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.widgets import Button, DataTable, Footer, Header, Label, Markdown, Select, Static
+
+from localqwen.chat_session import CHAT_CONFIG_SECTION
+from localqwen.config_edit import set_config_value
+from localqwen.i18n import t
+from localqwen.runtime_info import RuntimeUnavailable, device_report, download_events, model_entries
+from localqwen.tui.screens.base import BaseScreen
+
+
+class ModelsScreen(BaseScreen):
+    BINDINGS = [Binding("ctrl+r", "reload", "Refresh", id="models.refresh")]
+
+    def compose(self) -> ComposeResult:
+        yield Header()
+        with VerticalScroll(id="models"):
+            yield Label(t("models.device"), classes="section-title")
+            yield Markdown("", id="device-report")
+            yield Label(t("models.catalog"), classes="section-title")
+            yield Static("", id="models-problem", classes="warning")
+            table: DataTable[str] = DataTable(id="models-table", cursor_type="row", zebra_stripes=True)
+            yield table
+            with Horizontal(classes="buttons"):
+                yield Button(t("models.download"), id="models-download", variant="primary")
+            yield Label(t("models.per_plugin"), classes="section-title")
+            yield Static(t("models.per_plugin_help"), classes="muted")
+            yield VerticalScroll(id="plugin-models")
+        yield Footer()
+
+    async def on_mount(self) -> None:
+        await self.action_reload()
+
+    async def action_reload(self) -> None:
+        services = self.app.bench.services  # type: ignore[attr-defined]
+        try:
+            report = device_report(services)
+        except RuntimeUnavailable as exc:
+            report = f"⚠ {exc}"
+        await self.query_one("#device-report", Markdown).update(report)
+        table = self.query_one("#models-table", DataTable)
+        table.clear(columns=True)
+        table.add_columns(t("models.col_model"), t("models.col_kind"), t("models.col_present"))
+        problem = self.query_one("#models-problem", Static)
+        try:
+            entries = model_entries(services)
+            problem.update("")
+        except RuntimeUnavailable as exc:
+            entries = []
+            problem.update(f"⚠ {exc}")
+        for entry in entries:
+            table.add_row(entry.title, entry.kind, "✓" if entry.present else "—", key=entry.model_id)
+        await self._plugin_choices([e.model_id for e in entries if e.kind == "chat" or e.kind == "vision"])
+
+    async def _plugin_choices(self, models: list[str]) -> None:
+        bench = self.app.bench  # type: ignore[attr-defined]
+        box = self.query_one("#plugin-models", VerticalScroll)
+        await box.remove_children()
+        targets = [(CHAT_CONFIG_SECTION, t("nav.chat"))] + [(p.id, p.title) for p in bench.host.load_all()]
+        for section, title in targets:
+            current = bench.config.plugin_section(section).get("model")
+            options = [(m, m) for m in sorted(set(models) | ({current} if current else set()))]
+            row = Horizontal(classes="plugin-model-row")
+            await box.mount(row)
+            await row.mount(Label(title, classes="field-label"))
+            await row.mount(Select(options, value=current if current else Select.NULL, allow_blank=True,
+                                   prompt=t("models.default_model"), id=f"model-for-{section}"))
+
+    @on(Select.Changed)
+    def _model_chosen(self, event: Select.Changed) -> None:
+        select_id = event.select.id or ""
+        if not select_id.startswith("model-for-"):
+            return
+        section = select_id.removeprefix("model-for-")
+        bench = self.app.bench  # type: ignore[attr-defined]
+        value = "" if event.value is Select.NULL else str(event.value)
+        if bench.config.plugin_section(section).get("model", "") == value:
+            return
+        try:
+            bench.config = set_config_value(bench.paths.config_file, f"plugins.{section}", "model", value)
+        except Exception as exc:
+            self.notify(t("settings.save_failed", error=str(exc)), severity="error")
+            return
+        bench.services.config = bench.config
+        self.notify(t("models.model_saved", target=section, model=value or t("models.default_model")))
+
+    @on(Button.Pressed, "#models-download")
+    def _download(self) -> None:
+        table = self.query_one("#models-table", DataTable)
+        if table.row_count == 0:
+            self.notify(t("models.nothing_selected"), severity="warning")
+            return
+        model_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
+        services = self.app.bench.services  # type: ignore[attr-defined]
+        job = self.app.jobs.start_stream(  # type: ignore[attr-defined]
+            t("models.downloading", model=model_id), lambda cancel: download_events(services, model_id, cancel))
+        self.notify(t("models.download_started", model=model_id))
+        self.app.open_job(job.id)  # type: ignore[attr-defined]

@@ -1,0 +1,1 @@
+"""Small Textual widgets the TUI screens share."""

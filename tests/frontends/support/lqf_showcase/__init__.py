@@ -1,0 +1,1 @@
+"""A test plugin package that uses every form widget and every event kind, plus bespoke views."""
