@@ -94,3 +94,19 @@ def test_cli_coco_commands(tmp_path, monkeypatch):
     # The same action through the generic plugin command; a missing CSV exits 1 with the reason.
     out = runner.invoke(app, ["run", "captioner", "coco-to-json", "--csv-file", str(tmp_path / "x.csv")])
     assert out.exit_code == 1 and "no such CSV file" in out.output
+
+
+def test_coco_data_source_is_registered_with_the_trainer(bench, tmp_path, monkeypatch):
+    from localqwen.training.data_sources import build_data_source, list_data_sources
+
+    bench.host.get("captioner")  # loading the plugin registers its data source
+    names = {source.name for source in list_data_sources()}
+    assert {"coco-captions", "synthetic-shapes"} <= names
+    list(coco.download_coco(tmp_path / "coco", rows=8, source=hub_rows(8)))
+    train = build_data_source("coco-captions", tmp_path / "from_csv", csv=tmp_path / "coco" / "captions.csv",
+                              test_size=2)
+    assert train.name == "captions_train.json" and (train.parent / "captions_test.json").exists()
+    # Without a CSV it downloads first (the hub faked as everywhere in these tests).
+    monkeypatch.setattr(coco, "load_hub_rows", lambda split: hub_rows(6))
+    train = build_data_source("coco-captions", tmp_path / "from_hub", rows=6, test_size=0)
+    assert len(json.loads(train.read_text())) == 6 and (tmp_path / "from_hub" / "images").is_dir()
