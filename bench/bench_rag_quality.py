@@ -15,7 +15,7 @@ import sys
 import tempfile
 import time
 
-from rag_bench_data import LOADERS, cached_vectors, load_dataset
+from rag_bench_data import LOADERS, TUNING_SPLIT, cached_vectors, load_dataset
 
 from localqwen.retrieval.evaluation import evaluate
 from localqwen.retrieval.search import FusionSettings, SearchIndex
@@ -48,9 +48,35 @@ def lancedb_fts(data, directory: str):
     run = {}
     for qid, query in data.queries.items():
         clean = " ".join(w for w in query.replace('"', " ").split())
-        rows = table.search(clean, query_type="fts").limit(100).select(["doc_id"]).to_list()
+        rows = table.search(clean, query_type="fts").limit(100).to_list()
         run[qid] = [r["doc_id"] for r in rows]
     return evaluate(run, data.qrels)
+
+
+GRID = ([FusionSettings(method="convex", alpha=a / 10) for a in range(2, 9)]
+        + [FusionSettings(method="rrf", bm25_weight=1.0, dense_weight=w, rrf_k=k) for w in (0.5, 1.0, 1.5) for k in (10, 60)])
+
+
+def tune(sets: list[str]) -> dict[str, float]:
+    """Score every fusion setting on each set's tuning split; print the table (test is untouched)."""
+    totals: dict[str, float] = {}
+    for name in sets:
+        data = load_dataset(name, TUNING_SPLIT[name])
+        doc_vectors = cached_vectors(data.doc_texts, None, f"{name}-docs")
+        query_vectors = cached_vectors([data.queries[q] for q in data.queries], None, f"{name}-{TUNING_SPLIT[name]}-queries")
+        index = SearchIndex(data.doc_texts, doc_vectors, chunk_ids=data.doc_ids)
+        base = run_mode(index, data, query_vectors, "bm25")["ndcg@10"]
+        print(f"== {name} {TUNING_SPLIT[name]} ({len(data.queries)} queries): bm25 nDCG@10 {base:.4f}")
+        for settings in GRID:
+            index.settings = settings
+            score = run_mode(index, data, query_vectors, "hybrid")["ndcg@10"]
+            label = (f"convex alpha={settings.alpha:.1f}" if settings.method == "convex"
+                     else f"rrf k={settings.rrf_k} dense_weight={settings.dense_weight}")
+            totals[label] = totals.get(label, 0.0) + score / base / len(sets)
+            print(f"   {label:32s} nDCG@10 {score:.4f}  ({score / base:.3f} x bm25)")
+    best = max(totals, key=totals.get)
+    print(f"best on tuning splits (mean ratio over sets): {best} ({totals[best]:.3f})")
+    return totals
 
 
 def main(argv: list[str] | None = None) -> dict[str, float]:
@@ -59,7 +85,11 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     parser.add_argument("--reranker", default=None, help="cross-encoder folder or hub id")
     parser.add_argument("--fts", action="store_true", help="also score LanceDB's full-text index")
     parser.add_argument("--rank-bm25", action="store_true", help="also score rank-bm25 (slow on big sets)")
+    parser.add_argument("--tune", action="store_true",
+                        help="grid-search fusion settings on the train/dev judgments (never on test)")
     args = parser.parse_args(argv)
+    if args.tune:
+        return tune(args.sets)
 
     reranker = None
     if args.reranker:

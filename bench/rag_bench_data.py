@@ -22,8 +22,11 @@ DATA_DIR = Path(os.environ.get("LOCALQWEN_BENCH_DATA", ROOT.parent / "shared" / 
 LOADERS = {"scifact": load_scifact, "nfcorpus": load_nfcorpus}
 
 
-def load_dataset(name: str) -> IRDataset:
-    return LOADERS[name](DATA_DIR / name)
+TUNING_SPLIT = {"scifact": "train", "nfcorpus": "dev"}  # judgments used to pick fusion settings
+
+
+def load_dataset(name: str, split: str = "test") -> IRDataset:
+    return LOADERS[name](DATA_DIR / name, split)
 
 
 def cache_dir() -> Path:

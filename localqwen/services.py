@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from localqwen.config import Config
     from localqwen.jobs import JobManager
     from localqwen.paths import AppPaths
+    from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
     from localqwen.storage.database import Database
 
 
@@ -28,6 +29,13 @@ class Services:
 
         self.paths.ensure()
         return Database(self.paths.database_file)
+
+    @cached_property
+    def retrieval(self) -> KnowledgeBaseManager:
+        """Knowledge bases (LanceDB + SQLite) shared by the RAG, medical and memory plugins."""
+        from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
+
+        return KnowledgeBaseManager(self)
 
     @cached_property
     def jobs(self) -> JobManager:

@@ -77,25 +77,25 @@ def _sentences(literal: str) -> list[str]:
     return parts
 
 
-def load_scifact(root: Path) -> IRDataset:
+def load_scifact(root: Path, split: str = "test") -> IRDataset:
     csv.field_size_limit(1 << 30)
     ids, texts = [], []
     with zipfile.ZipFile(root / "scifact.zip") as archive, archive.open("corpus_train.csv") as raw:
         for row in csv.DictReader(io.TextIOWrapper(raw, encoding="utf-8")):
             ids.append(row["doc_id"])
             texts.append(f"{row['title']}\n{' '.join(_sentences(row['abstract']))}")
-    qrels = read_qrels(root / "qrels" / "test.tsv")
+    qrels = read_qrels(root / "qrels" / f"{split}.tsv")
     queries = read_queries(root / "queries.jsonl", set(qrels))
     return IRDataset("scifact", ids, texts, queries, {q: qrels[q] for q in queries})
 
 
-def load_nfcorpus(root: Path) -> IRDataset:
+def load_nfcorpus(root: Path, split: str = "test") -> IRDataset:
     docs: dict[str, str] = {}
     for name in ("test.docs", "dev.docs"):
         with open(root / "original" / name, encoding="utf-8") as handle:
             for line in handle:
                 doc_id, _, text = line.rstrip("\n").partition("\t")
                 docs.setdefault(doc_id, text)
-    qrels = read_qrels(root / "qrels" / "test.tsv")
+    qrels = read_qrels(root / "qrels" / f"{split}.tsv")
     queries = read_queries(root / "queries.jsonl", set(qrels))
     return IRDataset("nfcorpus", list(docs), list(docs.values()), queries, {q: qrels[q] for q in queries})

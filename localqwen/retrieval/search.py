@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from localqwen.retrieval.bm25 import BM25Index
-from localqwen.retrieval.fusion import rrf
+from localqwen.retrieval.fusion import convex, rrf
 
 if TYPE_CHECKING:
     import numpy as np
@@ -43,6 +43,8 @@ class Hit:
 class FusionSettings:
     """How the two lists are combined. Defaults were picked on SciFact/NFCorpus (README)."""
 
+    method: str = "convex"  # "convex" or "rrf"
+    alpha: float = 0.5  # convex: weight of the dense scores
     candidates: int = 100  # depth taken from each list
     rrf_k: int = 60
     bm25_weight: float = 1.0
@@ -92,6 +94,13 @@ class SearchIndex:
         if mode == "dense":
             rows, scores = self.dense_search(query_vector, depth)
             return list(zip(rows.tolist(), scores.tolist(), strict=False))
+        if s.method == "convex":
+            import numpy as np
+
+            bm25_scores = self.bm25.scores(query)
+            dense_scores = self.vectors @ np.asarray(query_vector, dtype=np.float32)
+            candidates = set(_top(bm25_scores, s.candidates).tolist()) | set(_top(dense_scores, s.candidates).tolist())
+            return convex(candidates, bm25_scores, dense_scores, alpha=s.alpha, limit=depth)
         bm25_rows, _ = self.bm25.search(query, s.candidates)
         dense_rows, _ = self.dense_search(query_vector, s.candidates)
         return rrf([bm25_rows, dense_rows], weights=[s.bm25_weight, s.dense_weight], k=s.rrf_k, limit=depth)
@@ -101,6 +110,12 @@ class SearchIndex:
         depth = max(k, self.settings.rerank_depth) if reranker is not None else k
         ranked = self.ranked_ids(query, query_vector, mode=mode, depth=max(depth, k))
         hits = [self._hit(row, score, mode) for row, score in ranked[:depth]]
+        if mode == "hybrid" and hits and query_vector is not None:
+            # Keep each list's own score too: callers judge relevance on them (RRF is rank-only).
+            bm25_scores = self.bm25.scores(query)
+            for hit, (row, _) in zip(hits, ranked, strict=False):
+                hit.scores["bm25"] = float(bm25_scores[row])
+                hit.scores["dense"] = float(self.vectors[row] @ query_vector)
         if reranker is not None and hits:
             for hit, score in zip(hits, reranker.scores(query, [h.text for h in hits]), strict=False):
                 hit.scores["rerank"] = score
@@ -111,3 +126,12 @@ class SearchIndex:
     def _hit(self, row: int, score: float, mode: str) -> Hit:
         return Hit(text=self.texts[row], score=float(score), source=self.sources[row], page=self.pages[row],
                    heading=self.headings[row], chunk_id=self.chunk_ids[row], scores={mode: float(score)})
+
+
+def _top(scores, k: int):
+    import numpy as np
+
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    return np.argpartition(-scores, k - 1)[:k]

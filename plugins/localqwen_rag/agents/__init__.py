@@ -1,0 +1,1 @@
+"""The agents of the multi-agent RAG pipeline: Planner, Manager, Knowledge, Responder, Reviewer."""

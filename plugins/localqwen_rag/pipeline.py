@@ -1,0 +1,242 @@
+"""Runs one question through the chosen topology, yielding an event per agent step.
+
+Every agent's turn is a ``Step`` event (started / finished with its timing and a one-line
+detail), so each UI shows it as its own panel; the Responder's text streams as ``TextDelta``
+events of its step; the checked answer, a sources table and ``Done`` come last. The run's
+trajectory is appended to the JSONL log whatever happens.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localqwen.plugin_api import events
+from localqwen_rag import tools, topology
+from localqwen_rag.agents import knowledge, manager, planner, responder, reviewer
+from localqwen_rag.agents.llm import LLM
+from localqwen_rag.trajectory import Trajectory, TrajectoryLog
+
+
+@dataclass
+class Question:
+    text: str
+    use_kb: bool = True
+    image: str | None = None
+    topology: str = "auto"
+    history: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class PipelineDeps:
+    llm: LLM  # text model for every agent
+    vision_llm: Callable[[], LLM] | None  # loaded only for questions with an image
+    kb: Any | None  # a KnowledgeBase, or None
+    knowledge: knowledge.KnowledgeSettings
+    log: TrajectoryLog
+    reports_dir: Path
+    session: dict[str, Any]  # {"turns": [...]}, saved by the caller
+    router: LLM | None = None  # a fine-tuned router model; None = rules
+    tools_enabled: bool = True
+
+
+class _Steps:
+    """Times agent steps and records them in the trajectory."""
+
+    def __init__(self, trajectory: Trajectory) -> None:
+        self.trajectory = trajectory
+        self.count: dict[str, int] = {}
+
+    def start(self, agent: str, title: str) -> tuple[events.Step, str, float]:
+        self.count[agent] = self.count.get(agent, 0) + 1
+        step_id = agent if self.count[agent] == 1 else f"{agent}-{self.count[agent]}"
+        return events.Step(step=step_id, title=title), step_id, time.monotonic()
+
+    def finish(self, step_id: str, title: str, started: float, detail: str) -> events.Step:
+        elapsed = time.monotonic() - started
+        self.trajectory.add_step(step_id, elapsed, detail)
+        return events.Step(step=step_id, title=title, status="finished", detail=detail, elapsed_s=elapsed)
+
+
+def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
+    started = time.monotonic()
+    kb_available = bool(question.use_kb and deps.kb is not None and len(deps.kb.index()))
+    route = topology.route(question.text, has_image=bool(question.image), forced=question.topology,
+                           router=deps.router)
+    trajectory = Trajectory(question.text, route.topology, route.roles, route.source, reasoning=route.reasoning,
+                            has_image=bool(question.image), use_kb=question.use_kb,
+                            knowledge_base=getattr(deps.kb, "name", "") or "")
+    steps = _Steps(trajectory)
+    turn: dict[str, Any] = {"question": question.text, "topology": route.topology, "router_source": route.source}
+    try:
+        step, sid, t0 = steps.start("router", "Router")
+        yield step
+        yield steps.finish(sid, "Router", t0, f"{route.topology} ({route.source}): {route.reasoning}")
+
+        if deps.tools_enabled:
+            saved = yield from _tool_turn(question, deps, steps, turn)
+            if saved is not None:
+                turn["answer"] = f"Saved the session report to {saved}"
+                trajectory.outcome, trajectory.outcome_reasons = "success", ["tool call"]
+                yield events.TextDelta(text=turn["answer"], step="answer")
+                yield events.Done(summary=turn["answer"], result={"answer": turn["answer"], "report": str(saved),
+                                                                  "topology": route.topology, "citations": []})
+                return
+
+        answer = yield from _TOPOLOGIES[route.topology](question, deps, steps, turn, kb_available)
+        problems = reviewer.check(question.text, answer)
+        trajectory.outcome = "success" if not problems else "failure"
+        trajectory.outcome_reasons = problems
+        trajectory.citations, trajectory.evidence = len(answer.citations), len(answer.evidence)
+        turn["answer"] = answer.text
+        turn["evidence"] = [{"n": n, "citation": h.citation(), "text": h.text}
+                            for n, h in enumerate(answer.evidence, start=1)]
+        yield events.TextDelta(text=answer.text, step="answer")
+        if answer.evidence:
+            yield events.Table(title="Sources", columns=["#", "source", "page", "heading", "score"],
+                               rows=[[n, h.source, h.page or "", h.heading, round(h.score, 4)]
+                                     for n, h in enumerate(answer.evidence, start=1)])
+        yield events.Done(
+            summary=f"{route.topology}: {trajectory.outcome}" + (" (no evidence found)" if answer.no_evidence else ""),
+            result={"answer": answer.text, "citations": answer.citations, "invalid_citations": answer.invalid_citations,
+                    "no_evidence": answer.no_evidence, "topology": route.topology, "router_source": route.source,
+                    "steps": [s["agent"] for s in trajectory.steps], "verdicts": trajectory.verdicts,
+                    "outcome": trajectory.outcome, "trajectory_id": trajectory.id},
+            elapsed_s=time.monotonic() - started)
+    finally:
+        trajectory.latency_s = round(time.monotonic() - started, 4)
+        deps.log.append(trajectory)
+        turn["verdicts"] = trajectory.verdicts
+        deps.session.setdefault("turns", []).append(turn)
+
+
+def _tool_turn(question: Question, deps: PipelineDeps, steps: _Steps, turn: dict[str, Any]):
+    """Offer save_session_summary on the user's conversation only (never on retrieved text)."""
+    step, sid, t0 = steps.start("tools", "Tools")
+    yield step
+    messages = [{"role": "system", "content": tools.TOOL_SYSTEM}, *question.history[-6:],
+                {"role": "user", "content": question.text}]
+    result = deps.llm.chat(messages, tools=tools.TOOLS, max_new_tokens=64)
+    calls = [c for c in result.tool_calls if c.name == "save_session_summary"]
+    how = "native tool call" if calls else ""
+    arguments: dict[str, Any] = calls[0].arguments if calls else {}
+    if not calls and tools.wants_summary(question.text):
+        how, arguments = "keyword fallback (user asked)", {"title": question.text[:80]}
+    if not how:
+        yield steps.finish(sid, "Tools", t0, "no tool needed")
+        return None
+    title = arguments.get("title") if isinstance(arguments.get("title"), str) else ""
+    path = tools.save_session_summary(deps.session, deps.reports_dir, title or "")
+    yield events.ToolCall(name="save_session_summary", arguments=arguments, result=str(path))
+    yield events.FileWritten(path=str(path), description="session report (Markdown)")
+    yield steps.finish(sid, "Tools", t0, f"save_session_summary via {how} -> {path.name}")
+    return path
+
+
+def _knowledge_step(deps: PipelineDeps, steps: _Steps, query: str, *, k: int | None = None, title: str = "Knowledge"):
+    step, sid, t0 = steps.start("knowledge", title)
+    yield step
+    hits = knowledge.retrieve(deps.kb, query, deps.knowledge, k=k)
+    yield steps.finish(sid, title, t0, f"{len(hits)} relevant passage(s) for: {query[:100]}")
+    return hits
+
+
+def _respond_step(question: Question, deps: PipelineDeps, steps: _Steps, evidence, used_kb: bool,
+                  feedback: list[str] | None = None):
+    title = "Responder" + (" (rewrite)" if feedback else "")
+    step, sid, t0 = steps.start("responder", title)
+    yield step
+    llm = deps.vision_llm() if question.image and deps.vision_llm else deps.llm
+    answer = None
+    for item in responder.respond(llm, question.text, evidence, used_kb=used_kb, image=question.image,
+                                  feedback=feedback, history=question.history[-6:]):
+        if isinstance(item, str):
+            if item:
+                yield events.TextDelta(text=item, step=sid)
+        else:
+            answer = item
+    assert answer is not None
+    detail = f"{len(answer.citations)} citation(s) of {len(evidence)} passage(s)"
+    if answer.invalid_citations:
+        detail += f"; dropped invalid {answer.invalid_citations}"
+    if answer.no_evidence:
+        detail += "; no evidence: said so"
+    yield steps.finish(sid, title, t0, detail)
+    return answer
+
+
+def _review_step(question: Question, deps: PipelineDeps, steps: _Steps, answer) -> Any:
+    step, sid, t0 = steps.start("reviewer", "Reviewer")
+    yield step
+    verdict = reviewer.review(deps.llm, question.text, answer)
+    steps.trajectory.verdicts.append({"verdict": verdict.verdict, "reasons": verdict.reasons, "source": verdict.source})
+    yield steps.finish(sid, "Reviewer", t0, f"{verdict.verdict} ({verdict.source}): {'; '.join(verdict.reasons)[:200]}")
+    return verdict
+
+
+def _plan_step(question: Question, deps: PipelineDeps, steps: _Steps, turn, kb_available: bool):
+    step, sid, t0 = steps.start("planner", "Planner")
+    yield step
+    plan = planner.plan(deps.llm, question.text, kb_available=kb_available)
+    turn["plan"] = plan.steps
+    yield steps.finish(sid, "Planner", t0, f"{len(plan.steps)} steps, knowledge base "
+                       f"{'needed' if plan.needs_kb else 'not needed'} ({plan.source}): " + " | ".join(plan.steps))
+    return plan
+
+
+def run_single(question, deps, steps, turn, kb_available):
+    evidence = (yield from _knowledge_step(deps, steps, question.text)) if kb_available else []
+    return (yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb))
+
+
+def run_centralized(question, deps, steps, turn, kb_available):
+    plan = yield from _plan_step(question, deps, steps, turn, kb_available)
+    step, sid, t0 = steps.start("manager", "Manager")
+    yield step
+    preview = knowledge.retrieve(deps.kb, question.text, deps.knowledge, k=3) if kb_available else []
+    decision = manager.decide(deps.llm, question.text, plan, preview, preview_relevant=len(preview),
+                              kb_available=kb_available)
+    turn["decision"] = f"{decision.action} ({decision.source}): {decision.reason}"
+    yield steps.finish(sid, "Manager", t0, f"{decision.action} ({decision.source}): {decision.reason}; "
+                       f"query: {decision.query[:100]}")
+    evidence: list = []
+    if decision.action in ("retrieve", "retrieve_more"):
+        evidence = yield from _knowledge_step(deps, steps, question.text)
+    if decision.action == "retrieve_more":
+        more = yield from _knowledge_step(deps, steps, decision.query, k=deps.knowledge.k * 2,
+                                          title="Knowledge (rewritten query)")
+        evidence = knowledge.merge(evidence, more)[: deps.knowledge.k * 2]
+    answer = yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb)
+    verdict = yield from _review_step(question, deps, steps, answer)
+    if verdict.verdict == "RETRY":  # at most one rewrite
+        answer = yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb,
+                                          feedback=verdict.reasons)
+        yield from _review_step(question, deps, steps, answer)
+    return answer
+
+
+def run_decentralized(question, deps, steps, turn, kb_available):
+    plan = yield from _plan_step(question, deps, steps, turn, kb_available)
+    evidence: list = []
+    if kb_available and plan.needs_kb:
+        for part in plan.subquestions or [question.text]:
+            found = yield from _knowledge_step(deps, steps, part, title=f"Knowledge: {part[:40]}")
+            evidence = knowledge.merge(evidence, found)
+    answer = yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb)
+    verdict = yield from _review_step(question, deps, steps, answer)
+    if verdict.verdict == "RETRY":
+        # The Reviewer hands the baton back: one more lookup with a rewritten query, one revision.
+        if kb_available:
+            more = yield from _knowledge_step(deps, steps, manager.rewrite_query(question.text, plan),
+                                              title="Knowledge (reviewer asked)")
+            evidence = knowledge.merge(evidence, more)
+        answer = yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb,
+                                          feedback=verdict.reasons)
+        yield from _review_step(question, deps, steps, answer)
+    return answer
+
+
+_TOPOLOGIES = {"single": run_single, "centralized": run_centralized, "decentralized": run_decentralized}
