@@ -1,0 +1,150 @@
+"""The MoE-LoRA layer: wraps an nn.Linear or bitsandbytes Linear4bit and adds routed LoRA experts.
+
+Classes are built on first use (PEP 562 ``__getattr__``) so importing this file does not import
+torch; ``from localqwen.adapters.moe_lora.layer import MoELoRALinear`` works as usual.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any
+
+from localqwen.adapters.moe_lora.config import MoELoRAConfig
+
+__all__ = ["MoELoRALinear", "expected_shapes"]  # noqa: F822 (built lazily by __getattr__)
+
+
+def expected_shapes(in_features: int, out_features: int, config: MoELoRAConfig) -> dict[str, tuple[int, ...]]:
+    """Saved tensor shapes of one wrapped layer (used to refuse mismatching checkpoints)."""
+    experts_rank = config.num_experts * config.r
+    return {
+        "lora_A": (experts_rank, in_features),
+        "lora_B": (out_features, experts_rank),
+        "router.weight": (config.num_experts, in_features),
+        "routing_bias": (config.num_experts,),
+    }
+
+
+def __getattr__(name: str) -> Any:
+    if name == "MoELoRALinear":
+        return _classes()[name]
+    raise AttributeError(name)
+
+
+@functools.cache
+def _classes() -> dict[str, type]:
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    from localqwen.adapters.targets import adapter_device
+
+    class _AttachAuxLoss(torch.autograd.Function):
+        """Returns ``output`` unchanged; in backward, feeds gradient 1 to ``aux_loss``.
+
+        This adds the balancing loss's gradient to whatever loss is backpropagated through the
+        layer output, so the trainer needs no extra code and it also works under (re-entrant or
+        not) gradient checkpointing, where a loss stored on the side would have no graph.
+        """
+
+        @staticmethod
+        def forward(ctx, output, aux_loss):
+            ctx.aux_dtype, ctx.aux_device = aux_loss.dtype, aux_loss.device
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output, torch.ones((), dtype=ctx.aux_dtype, device=ctx.aux_device)
+
+    class MoELoRALinear(nn.Module):
+        """``base(x) + scaling * sum_{e in topk(x)} w_e(x) * B_e A_e dropout(x)``.
+
+        The E experts' A matrices are stacked into one (E*r, in) matrix and the B matrices into one
+        (out, E*r) matrix: routing becomes a per-token gate on the E*r low-rank channels, so the whole
+        layer is two matmuls plus a gate (dense dispatch). That costs E times LoRA's adapter FLOPs,
+        still small next to the base matmul, and avoids gather/scatter overhead that dominates for
+        small E. Unselected experts get gate 0, hence no gradient.
+        """
+
+        adapter_method = "moe-lora"
+
+        def __init__(self, base_layer: nn.Module, config: MoELoRAConfig):
+            super().__init__()
+            self.base_layer = base_layer
+            self.in_features = base_layer.in_features
+            self.out_features = base_layer.out_features
+            self.num_experts, self.top_k, self.r = config.num_experts, config.top_k, config.r
+            self.scaling = config.scaling
+            self.balance = config.balance
+            self.aux_loss_coef = config.aux_loss_coef
+            self.bias_update_rate = config.bias_update_rate
+            device = adapter_device(base_layer)
+            # Adapter weights stay float32 whatever the base dtype (4-bit, bf16), like PEFT's default.
+            self.lora_A = nn.Parameter(torch.empty(self.num_experts * self.r, self.in_features, device=device))
+            nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))  # PEFT's lora_A init, per expert
+            self.lora_B = nn.Parameter(torch.zeros(self.out_features, self.num_experts * self.r, device=device))
+            self.router = nn.Linear(self.in_features, self.num_experts, bias=False, device=device)
+            nn.init.normal_(self.router.weight, std=config.router_init_std)
+            self.register_buffer("routing_bias", torch.zeros(self.num_experts, device=device))
+            self.dropout = nn.Dropout(config.dropout) if config.dropout > 0 else nn.Identity()
+            self.last_stats: dict[str, torch.Tensor] | None = None
+
+        def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
+            result = self.base_layer(x, *args, **kwargs)
+            dtype = self.lora_A.dtype
+            tokens = x.to(dtype).reshape(-1, self.in_features)
+            gates, probs, chosen = self._route(tokens)
+            low_rank = F.linear(self.dropout(tokens), self.lora_A)
+            low_rank = low_rank.view(-1, self.num_experts, self.r) * gates.to(dtype).unsqueeze(-1)
+            delta = F.linear(low_rank.view(-1, self.num_experts * self.r), self.lora_B) * self.scaling
+            delta = delta.view(*x.shape[:-1], self.out_features)
+            if self.training:
+                aux_loss = self._record(probs, chosen)
+                if aux_loss is not None and aux_loss.requires_grad and torch.is_grad_enabled():
+                    delta = _AttachAuxLoss.apply(delta, aux_loss)
+            return result + delta.to(result.dtype)
+
+        def _route(self, tokens: torch.Tensor):
+            """Per-token gates (N, E): renormalised top-k router probabilities, zero elsewhere."""
+            probs = F.linear(tokens, self.router.weight).float().softmax(dim=-1)
+            scores = probs + self.routing_bias if self.balance == "bias" else probs
+            chosen = scores.topk(self.top_k, dim=-1).indices
+            weights = probs.gather(-1, chosen)
+            weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9)
+            gates = torch.zeros_like(probs).scatter(-1, chosen, weights)
+            return gates, probs, chosen
+
+        def _record(self, probs: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor | None:
+            """Keep this batch's routing statistics; return the Switch aux loss when enabled."""
+            with torch.no_grad():
+                counts = torch.bincount(chosen.flatten(), minlength=self.num_experts).float()
+                load = counts / counts.sum().clamp_min(1.0)
+                entropy = -(probs * probs.clamp_min(1e-9).log()).sum(-1).mean()
+            aux_loss = None
+            if self.balance == "aux_loss" and self.aux_loss_coef > 0:
+                # Switch Transformer: E * sum_i f_i * P_i, minimal (1.0) at uniform routing.
+                aux_loss = self.aux_loss_coef * self.num_experts * (load * probs.mean(dim=0)).sum()
+            self.last_stats = {
+                "load": load,
+                "router_entropy": entropy,
+                "aux_loss": aux_loss.detach() if aux_loss is not None else probs.new_zeros(()),
+            }
+            return aux_loss
+
+        @torch.no_grad()
+        def update_routing_bias(self) -> None:
+            """Aux-loss-free step: raise the bias of under-loaded experts, lower over-loaded ones."""
+            if self.balance != "bias" or self.last_stats is None:
+                return
+            load = self.last_stats["load"].to(self.routing_bias.device)
+            self.routing_bias += self.bias_update_rate * torch.sign(load.mean() - load)
+
+        def extra_repr(self) -> str:
+            return (
+                f"experts={self.num_experts}, top_k={self.top_k}, r={self.r}, balance={self.balance}, "
+                f"in={self.in_features}, out={self.out_features}"
+            )
+
+    MoELoRALinear.__module__ = __name__
+    return {"MoELoRALinear": MoELoRALinear}

@@ -1,0 +1,192 @@
+"""The six adapter methods behind one small interface (what the trainer and the engine use).
+
+    info = apply_adapter(model, "moe-lora", {"r": 8, "num_experts": 4, "top_k": 2})
+    info.model, info.trainable_params, info.total_params
+    save_adapter(info.model, folder)
+    model = load_adapter(base_model, folder)      # the method is read from the folder
+
+Common options: r, alpha, dropout, target_modules (default q/k/v/o_proj), include_mlp (adds
+gate/up/down_proj), include_vision (lets targets reach Qwen3-VL's vision tower). Method options:
+moe-lora num_experts, top_k, balance, aux_loss_coef, bias_update_rate, router_init_std;
+mot-lora kernel_size; qlora (and any method on a 4-bit model) gradient_checkpointing.
+IA3 has no rank: it takes only the target options.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen.adapters import io
+from localqwen.adapters.config_base import DEFAULT_TARGETS, MLP_TARGETS, LowRankConfig
+from localqwen.adapters.errors import AdapterError, AdapterLoadError
+from localqwen.adapters.injection import injected_adapter
+from localqwen.adapters.peft_methods import (
+    apply_peft,
+    is_4bit,
+    keep_cpu_4bit_trainable,
+    method_from_peft_config,
+    peft_method_of,
+)
+from localqwen.adapters.targets import count_parameters
+
+if TYPE_CHECKING:
+    from torch import nn
+
+METHODS = ("lora", "qlora", "dora", "ia3", "moe-lora", "mot-lora")
+OWN_METHODS = ("moe-lora", "mot-lora")
+TARGET_OPTIONS = {"target_modules", "include_mlp", "include_vision"}
+RANK_OPTIONS = {"r", "alpha", "dropout"}
+METHOD_OPTIONS = {
+    "lora": RANK_OPTIONS | {"gradient_checkpointing"},
+    "qlora": RANK_OPTIONS | {"gradient_checkpointing"},
+    "dora": RANK_OPTIONS | {"gradient_checkpointing"},
+    "ia3": {"gradient_checkpointing"},
+    "moe-lora": RANK_OPTIONS
+    | {"num_experts", "top_k", "balance", "aux_loss_coef", "bias_update_rate", "router_init_std", "gradient_checkpointing"},
+    "mot-lora": RANK_OPTIONS | {"kernel_size", "gradient_checkpointing"},
+}
+
+
+@dataclass
+class AdapterInfo:
+    method: str
+    trainable_params: int
+    total_params: int
+    model: Any = None
+
+    @property
+    def trainable_percent(self) -> float:
+        return 100.0 * self.trainable_params / max(self.total_params, 1)
+
+
+def method_options(method: str) -> list[str]:
+    """Option names ``apply_adapter`` accepts for ``method``."""
+    _check_method(method)
+    return sorted(METHOD_OPTIONS[method] | TARGET_OPTIONS)
+
+
+def apply_adapter(model: nn.Module, method: str, options: dict[str, Any] | None = None) -> AdapterInfo:
+    """Add a fresh, trainable adapter to ``model``; ``info.model`` is the model to train."""
+    _check_method(method)
+    options = dict(options or {})
+    unknown = sorted(set(options) - METHOD_OPTIONS[method] - TARGET_OPTIONS)
+    if unknown:
+        raise AdapterError(f"unknown option(s) {unknown} for {method}; known: {method_options(method)}")
+    targets = list(options.pop("target_modules", None) or DEFAULT_TARGETS)
+    if options.pop("include_mlp", False):
+        targets += [t for t in MLP_TARGETS if t not in targets]
+    extra = {"gradient_checkpointing": options.pop("gradient_checkpointing", False)}
+    if method in OWN_METHODS:
+        config_cls, _, inject = io.own_methods()[method]
+        config = config_cls.from_dict({**options, "target_modules": targets})
+        if is_4bit(model):
+            from peft import prepare_model_for_kbit_training
+
+            keep_cpu_4bit_trainable(model)
+            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(extra["gradient_checkpointing"]))
+        elif extra["gradient_checkpointing"]:
+            _enable_checkpointing(model)
+        model = inject(model, config)
+    else:
+        settings = LowRankConfig.from_dict({**options, "target_modules": targets})
+        if extra["gradient_checkpointing"] and not is_4bit(model):
+            _enable_checkpointing(model)
+        model = apply_peft(model, method, settings, extra)
+    trainable, total = count_parameters(model)
+    return AdapterInfo(method=method, trainable_params=trainable, total_params=total, model=model)
+
+
+def adapter_method(model: Any) -> str | None:
+    """Which of METHODS ``model`` carries, or None."""
+    state = injected_adapter(model)
+    return state.method if state is not None else peft_method_of(model)
+
+
+def save_adapter(model: nn.Module, folder: str | os.PathLike[str]) -> Path:
+    """Write the adapter weights (safetensors) and localqwen_adapter.json into ``folder``."""
+    folder = Path(folder)
+    if injected_adapter(model) is not None:
+        io.save_own(model, folder)
+        return folder
+    method = peft_method_of(model)
+    if method is None:
+        raise AdapterError("this model has no adapter to save (apply_adapter or load_adapter first)")
+    folder.mkdir(parents=True, exist_ok=True)
+    # PEFT writes files one by one; write them beside the folder and move them in when complete.
+    staging = Path(tempfile.mkdtemp(prefix=".adapter-", dir=folder.parent))
+    try:
+        # Only adapter tensors: a full state_dict() would make bitsandbytes unpack CPU-packed 4-bit weights.
+        adapter_tensors = {n: p.detach() for n, p in model.named_parameters() if _is_peft_adapter_param(n)}
+        model.save_pretrained(str(staging), safe_serialization=True, state_dict=adapter_tensors)
+        for item in staging.iterdir():
+            os.replace(item, folder / item.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    io.write_meta(folder, {"method": method})
+    return folder
+
+
+def load_adapter(base_model: nn.Module, folder: str | os.PathLike[str], *, trainable: bool = False):
+    """Put the adapter saved in ``folder`` onto ``base_model``; returns the model to use.
+
+    The method comes from the folder (a plain PEFT folder without our JSON also works). Shapes are
+    checked first: a mismatch raises AdapterLoadError and leaves ``base_model`` unchanged.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise AdapterLoadError(f"adapter folder {folder} does not exist")
+    if adapter_method(base_model) is not None:
+        raise AdapterLoadError(f"the model already carries a {adapter_method(base_model)} adapter")
+    meta = io.read_meta(folder)
+    method = meta["method"] if meta else _method_of_peft_folder(folder, base_model)
+    _check_method(method, error=AdapterLoadError)
+    keep_cpu_4bit_trainable(base_model)
+    if method in OWN_METHODS:
+        model = io.load_own(base_model, folder, meta or {})
+        if not trainable:
+            for param in model.parameters():
+                param.requires_grad_(False)
+        return model
+    if method == "qlora" and not is_4bit(base_model):
+        raise AdapterLoadError(f"{folder} holds a QLoRA adapter: load the base model in 4-bit first")
+    io.check_peft_shapes(base_model, folder)
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(base_model, str(folder), is_trainable=trainable)
+    model.localqwen_adapter_method = method
+    return model
+
+
+def _method_of_peft_folder(folder: Path, base_model: nn.Module) -> str:
+    if not (folder / "adapter_config.json").is_file():
+        raise AdapterLoadError(f"{folder} holds no adapter ({io.META_FILE} or adapter_config.json)")
+    from peft import PeftConfig
+
+    try:
+        config = PeftConfig.from_pretrained(str(folder))
+    except Exception as exc:  # PEFT raises several types for a broken config
+        raise AdapterLoadError(f"{folder}/adapter_config.json is not a readable PEFT config: {exc}") from exc
+    return method_from_peft_config(config, quantized=is_4bit(base_model))
+
+
+def _is_peft_adapter_param(name: str) -> bool:
+    return any(tag in name for tag in (".lora_A.", ".lora_B.", ".lora_magnitude_vector.", ".ia3_l."))
+
+
+def _enable_checkpointing(model: nn.Module) -> None:
+    enable = getattr(model, "activation_checkpointing_enable", None) or getattr(
+        model, "gradient_checkpointing_enable", None
+    )
+    if enable is None:
+        raise AdapterError(f"{type(model).__name__} does not support gradient checkpointing")
+    enable()
+
+
+def _check_method(method: str, error: type[Exception] = AdapterError) -> None:
+    if method not in METHODS:
+        raise error(f"unknown adapter method {method!r}; choose one of {list(METHODS)}")
