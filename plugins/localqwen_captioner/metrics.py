@@ -65,3 +65,19 @@ def score_captions(references: Mapping[str, Sequence[str]], predictions: Mapping
     cider = Cider().compute_score(gts, res)[0] if len(res) > 1 else None
     return CaptionScores(bleu4=float(bleu[3]), rouge_l=float(rouge),
                          cider=None if cider is None else float(cider), images=len(res))
+
+
+def caption_metric(predictions: Sequence[str], references: Sequence[str]) -> dict[str, float]:
+    """The trainer's evaluate hook (``metric(predictions, references) -> {name: value}``).
+
+    Rows are paired by position, one reference each; CIDEr is left out below two rows.
+    """
+    if len(predictions) != len(references):
+        raise ValueError(f"{len(predictions)} predictions for {len(references)} references")
+    keys = [str(index) for index in range(len(predictions))]
+    scores = score_captions({k: [r] for k, r in zip(keys, references, strict=True)},
+                            dict(zip(keys, predictions, strict=True)))
+    values = {"bleu4": scores.bleu4, "rouge_l": scores.rouge_l}
+    if scores.cider is not None:
+        values["cider"] = scores.cider
+    return values

@@ -66,3 +66,13 @@ def test_real_coco_references_rank_a_human_caption_above_a_wrong_one():
     # Published human-agreement scores on COCO are around BLEU-4 0.2, CIDEr 0.85.
     assert 0.1 < human.bleu4 < 0.35 and 0.6 < human.cider < 1.2 and human.rouge_l > 0.4
     assert wrong.cider < 0.15 < human.cider and wrong.bleu4 < human.bleu4 and wrong.rouge_l < human.rouge_l
+
+
+def test_trainer_metric_hook_pairs_rows_by_position():
+    from localqwen_captioner.metrics import caption_metric
+
+    values = caption_metric(["a b c d e f", "zz yy xx ww vv"], ["a b c d x y", "zz yy xx ww vv"])
+    assert values["bleu4"] == pytest.approx((3 / 11) ** 0.25, abs=1e-6) and values["cider"] == pytest.approx(7.625)
+    assert "cider" not in caption_metric(["a b"], ["a b"])
+    with pytest.raises(ValueError, match="2 predictions for 1 references"):
+        caption_metric(["a", "b"], ["a"])
