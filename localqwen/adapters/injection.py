@@ -46,7 +46,9 @@ def inject_layers(
     targets = resolve_targets(model, config.target_modules, include_vision=config.include_vision)
     modules = {}
     for name, base in targets:
-        replace_module(model, name, make_layer(base))
+        layer = make_layer(base)
+        layer.train(base.training)  # a new module starts in training mode; follow the model's mode
+        replace_module(model, name, layer)
         modules[name] = (base.in_features, base.out_features)
     mark_only_adapters_trainable(model, (layer_type,))
     if hasattr(model, "enable_input_require_grads"):

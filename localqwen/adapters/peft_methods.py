@@ -57,6 +57,10 @@ def apply_peft(model: nn.Module, method: str, settings: LowRankConfig, extra: di
             "qlora needs a base model loaded in 4-bit (from_pretrained(..., quantization_config="
             "qlora_quantization_config())); use 'lora' for a full-precision model"
         )
+    if quantized and not getattr(model, "is_loaded_in_4bit", False):
+        # PEFT picks its bitsandbytes-aware layers from this flag, which only from_pretrained sets;
+        # without it a hand-built 4-bit model would get plain LoRA layers around Linear4bit.
+        model.is_loaded_in_4bit = True
     if quantized:
         # Casts norms to float32, freezes the base and enables input grads (+ checkpointing if asked).
         model = prepare_model_for_kbit_training(

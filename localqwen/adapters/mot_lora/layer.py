@@ -146,7 +146,7 @@ def _classes() -> dict[str, type]:
                         "while continuing cached sequences"
                     )
                 window = torch.cat([history.to(channels_first.dtype), channels_first], dim=-1)
-            if stream is not None and not self.training:
+            if stream is not None and not (self.training and torch.is_grad_enabled()):
                 stream.tails[id(self)] = window[..., -width:].detach()
             return F.conv1d(window, self.mixer, groups=self.r).transpose(1, 2)
 
