@@ -65,6 +65,11 @@ class BM25Index:
         self.tokenizer = tokenizer or Tokenizer()
         self.size = len(texts)
         corpus = [self.tokenizer(text) for text in texts]
+        self._index = None
+        if backend not in ("bm25s", "rank_bm25"):
+            raise ValueError(f"unknown BM25 backend '{backend}' (bm25s or rank_bm25)")
+        if not any(corpus):
+            return  # nothing to match (empty knowledge base, or only stop words): every score is 0
         if backend == "bm25s":
             import bm25s
 
@@ -74,16 +79,14 @@ class BM25Index:
             from rank_bm25 import BM25Okapi
 
             # rank-bm25 divides by zero on an empty corpus; one empty document keeps it defined.
-            self._index = BM25Okapi([doc or [""] for doc in corpus] or [[""]], k1=k1, b=b)
-        else:
-            raise ValueError(f"unknown BM25 backend '{backend}' (bm25s or rank_bm25)")
+            self._index = BM25Okapi([doc or [""] for doc in corpus], k1=k1, b=b)
 
     def scores(self, query: str) -> np.ndarray:
         """A score for every row (0 where no query term occurs)."""
         import numpy as np
 
         tokens = self.tokenizer(query)
-        if not tokens or self.size == 0:
+        if not tokens or self._index is None:
             return np.zeros(self.size, dtype=np.float32)
         raw = self._index.get_scores(tokens)
         return np.asarray(raw, dtype=np.float32)[: self.size]

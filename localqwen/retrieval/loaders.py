@@ -91,24 +91,23 @@ def decode_text(data: bytes, name: str = "file") -> tuple[str, str, list[str]]:
         raise DocumentError(f"{name}: looks like a binary file, not text")
     from charset_normalizer import from_bytes
 
-    best = from_bytes(data).best()
-    if best is None:
-        raise DocumentError(f"{name}: can't detect the text encoding (binary or corrupted data?)")
-    encoding = best.encoding
-    if encoding.startswith("utf_16") or encoding.startswith("utf_32"):
-        return str(best), encoding, []
-    # A legacy encoding decodes almost any bytes; check whether some lines are really UTF-8.
+    # A legacy encoding decodes almost any bytes, so first check whether some lines are really UTF-8
+    # (a file pasted together from several sources): then decode line by line.
     lines = data.split(b"\n")
     utf8_lines = sum(1 for line in lines if not line.isascii() and _is_utf8(line))
     if utf8_lines:
         legacy = b"\n".join(line for line in lines if not _is_utf8(line))
         legacy_best = from_bytes(legacy).best()
-        legacy_encoding = legacy_best.encoding if legacy_best else encoding
-        text = "\n".join(line.decode("utf-8") if _is_utf8(line) else line.decode(legacy_encoding, "replace")
-                         for line in lines)
-        return text, f"mixed (utf-8 + {legacy_encoding})", [
-            f"{name}: mixed encodings; {utf8_lines} line(s) read as UTF-8, the rest as {legacy_encoding}"]
-    return str(best), encoding, []
+        if legacy_best is not None:
+            legacy_encoding = legacy_best.encoding
+            text = "\n".join(line.decode("utf-8") if _is_utf8(line) else line.decode(legacy_encoding, "replace")
+                             for line in lines)
+            return text, f"mixed (utf-8 + {legacy_encoding})", [
+                f"{name}: mixed encodings; {utf8_lines} line(s) read as UTF-8, the rest as {legacy_encoding}"]
+    best = from_bytes(data).best()
+    if best is None:
+        raise DocumentError(f"{name}: can't detect the text encoding (binary or corrupted data?)")
+    return str(best), best.encoding, []
 
 
 def _is_utf8(line: bytes) -> bool:
