@@ -66,8 +66,9 @@ class MixerStream:
         self.chunk_len = 0
 
     def finish(self) -> None:
+        # The mask stays until the next call: gradient checkpointing re-runs the layers during
+        # backward, after the forward has returned, and must see the same padding.
         self.seen = self.past_length + self.chunk_len
-        self.mask = None
 
     def chunk_mask(self, length: int):
         if self.mask is None or self.mask.shape[-1] < length:
