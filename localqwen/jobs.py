@@ -266,6 +266,12 @@ class JobManager:
                 return
 
     def _add(self, job: Job, event: Any) -> None:
+        if job.log_path is not None:
+            with job.log_path.open("a", encoding="utf-8") as handle:
+                handle.write(event.to_json() + "\n")
+        if isinstance(event, ev.Done):
+            # Record the end in SQLite before anyone waiting on the job is woken.
+            self._save(job, status=event.status, summary=event.summary, finished_at=time.time())
         with job._cond:
             job.events.append(event)
             if isinstance(event, ev.Progress):
@@ -275,12 +281,7 @@ class JobManager:
                 job.summary = event.summary
                 job.finished_at = time.time()
             job._cond.notify_all()
-        if job.log_path is not None:
-            with job.log_path.open("a", encoding="utf-8") as handle:
-                handle.write(event.to_json() + "\n")
-        if isinstance(event, ev.Done):
-            self._save(job)
-        elif isinstance(event, ev.Progress):
+        if isinstance(event, ev.Progress):
             now = time.monotonic()
             if now - self._last_saved.get(job.id, 0.0) >= _PROGRESS_SAVE_INTERVAL_S:
                 self._last_saved[job.id] = now
@@ -293,10 +294,15 @@ class JobManager:
             job.status = status
         self._save(job)
 
-    def _save(self, job: Job) -> None:
+    def _save(self, job: Job, *, status: str | None = None, summary: str | None = None,
+              finished_at: float | None = None) -> None:
+        fraction = job.fraction
+        if status == "ok" and fraction is None:
+            fraction = 1.0
         self.database.connection.execute(
             "UPDATE jobs SET status = ?, summary = ?, progress = ?, message = ?, finished_at = ? WHERE id = ?",
-            (job.status, job.summary, job.fraction, job.message, job.finished_at, job.id),
+            (status or job.status, job.summary if summary is None else summary, fraction, job.message,
+             finished_at or job.finished_at, job.id),
         )
 
     # -- looking --------------------------------------------------------------------------------

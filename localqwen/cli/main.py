@@ -15,7 +15,10 @@ COMMAND_MODULES = [
     "localqwen.cli.plugins_cmd",
     "localqwen.cli.run_cmd",
     "localqwen.cli.config_cmd",
+    "localqwen.cli.tui_cmd",
+    "localqwen.cli.web_cmd",
     "localqwen.cli.coco_cmd",
+    "localqwen.cli.train_cmd",
 ]
 
 app = typer.Typer(

@@ -16,10 +16,10 @@ from textual.screen import Screen
 
 from localqwen.app import Workbench
 from localqwen.chat_session import ChatController
-from localqwen.i18n import set_language, t
+from localqwen.i18n import current_language, set_language, t
 from localqwen.jobs import JobManager
 from localqwen.plugin_api import Plugin
-from localqwen.tui.screens.base import retranslate_bindings
+from localqwen.tui.screens.base import BaseScreen, retranslate_bindings
 
 NAV_BINDINGS = [
     Binding("f1", "switch_mode('home')", "Home", id="nav.home"),
@@ -88,11 +88,12 @@ class LocalQwenApp(App[None]):
         set_language(language)
         self.retranslate_bindings()
         self.refresh_bindings()
-        # Rebuild every screen that exists so their labels change too.
-        for screen in [*self.screen_stack, *self._background_screens]:
-            if isinstance(screen, Screen) and screen.is_mounted:
-                retranslate_bindings(screen)
-                screen.refresh(recompose=True)
+        # The visible screen is rebuilt now; others when they are next shown (BaseScreen).
+        screen = self.screen
+        if isinstance(screen, BaseScreen):
+            screen.language = current_language()
+            retranslate_bindings(screen)
+            screen.refresh(recompose=True)
 
     # -- navigation -----------------------------------------------------------------------------
     def open_action(self, plugin: Plugin, action_id: str) -> None:

@@ -130,6 +130,8 @@ class EventView(VerticalScroll):
 
     async def add_events(self, batch: list[Any]) -> None:
         """Render a batch of events; consecutive text deltas are joined first."""
+        if not self.is_attached:  # the screen was closed while its job went on
+            return
         pending_text: dict[str | None, list[str]] = {}
         for event in batch:
             if isinstance(event, ev.TextDelta):
@@ -165,7 +167,8 @@ class EventView(VerticalScroll):
             if row is None:
                 row = self._progress[event.task] = ProgressRow(event.task)
                 await self._progress_box.mount(row)  # type: ignore[union-attr]
-            row.update_from(event)
+            if row.is_attached:
+                row.update_from(event)
         elif isinstance(event, ev.Step):
             await self._step(event)
         elif isinstance(event, ev.Image):

@@ -120,11 +120,11 @@ class FormView(Vertical):
         return self.query_one(f"#field-{name}")
 
     def values(self) -> dict[str, Any]:
-        """Raw values for :func:`parse_form`; empty optional fields are left out."""
+        """Raw values for :func:`parse_form`; empty fields are left out (a required one then says so)."""
         values: dict[str, Any] = {}
         for spec in self.specs:
             value = widget_value(self.input_for(spec.name), spec)
-            if value is None or (value == "" and not spec.required) or (value == [] and not spec.required):
+            if value is None or value == "" or (value == [] and not spec.required):
                 continue
             values[spec.name] = value
         return values

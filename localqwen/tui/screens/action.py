@@ -61,7 +61,7 @@ class ActionScreen(BaseScreen):
                 if self.action_def.description:
                     yield Static(self.action_def.description, classes="muted")
                 yield FormView(self.action_def.form, id="form")
-                with Horizontal(classes="buttons"):
+                with Horizontal(classes="buttons", id="action-buttons"):
                     yield Button(t("action.run"), id="run", variant="primary")
                     yield Button(t("action.cancel"), id="cancel", variant="error", disabled=True)
             with Vertical(id="output-pane"):
@@ -119,7 +119,7 @@ class ActionScreen(BaseScreen):
             self.notify(t("action.cancelling"))
 
     def _finished(self, job: Job) -> None:
-        if not self.is_attached:
+        if not self.is_attached or not self.query("#cancel"):  # closed while the job ran
             return
         self.query_one("#cancel", Button).disabled = True
         self.query_one("#run", Button).disabled = False

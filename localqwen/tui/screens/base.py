@@ -8,7 +8,7 @@ from typing import Any
 from textual.dom import DOMNode
 from textual.screen import Screen
 
-from localqwen.i18n import t
+from localqwen.i18n import current_language, t
 
 
 def retranslate_bindings(node: DOMNode) -> None:
@@ -22,3 +22,11 @@ class BaseScreen(Screen[Any]):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         retranslate_bindings(self)
+        self.language = current_language()
+
+    def on_screen_resume(self) -> None:
+        """A screen built before the language changed is rebuilt when it is shown again."""
+        if self.language != current_language():
+            self.language = current_language()
+            retranslate_bindings(self)
+            self.refresh(recompose=True)

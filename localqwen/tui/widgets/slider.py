@@ -37,7 +37,7 @@ class Slider(Widget, can_focus=True):
         self.minimum = float(minimum)
         self.maximum = float(maximum)
         self.integer = integer
-        self.step = float(step) if step else (1.0 if integer else (self.maximum - self.minimum) / 100 or 1.0)
+        self.step = float(step) if step else (1.0 if integer else (self.maximum - self.minimum) / 1000 or 1.0)
         self.set_reactive(Slider.value, self._clamp(self.minimum if value is None else float(value)))
 
     def _clamp(self, value: float) -> float:
@@ -70,10 +70,10 @@ class Slider(Widget, can_focus=True):
         width = max(4, self.size.width - len(label) - 1)
         span = self.maximum - self.minimum or 1.0
         knob = round((self.value - self.minimum) / span * (width - 1))
-        style = "bold $accent" if self.has_focus else ""
+        style = "bold reverse" if self.has_focus else "bold"
         text = Text()
         text.append("━" * knob, style="green")
-        text.append("●", style=style or "bold")
+        text.append("●", style=style)
         text.append("─" * (width - 1 - knob), style="dim")
         text.append(label)
         return text

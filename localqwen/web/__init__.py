@@ -1,0 +1,1 @@
+"""The Gradio web view. Only this package (and plugins' own ``web.py``) imports Gradio."""

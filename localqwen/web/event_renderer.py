@@ -1,0 +1,163 @@
+"""Plugin events -> what the web view shows: Markdown text with step panels, HTML progress bars
+with ETA, an image gallery, a table, downloadable files, a metrics line chart and messages.
+
+:class:`RunView` is plain Python (it only keeps state and writes strings), so the handlers and
+the tests can use it without a browser; :meth:`RunView.updates` turns it into component values.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localqwen.i18n import t
+from localqwen.paths import PathOutsideRoot, ensure_within
+from localqwen.plugin_api import events as ev
+
+
+def format_eta(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+@dataclass
+class _StepPanel:
+    title: str
+    status: str = "started"
+    elapsed_s: float | None = None
+    detail: str = ""
+    text: str = ""
+
+
+@dataclass
+class RunView:
+    """Everything one run has shown so far."""
+
+    allowed_roots: list[Path] = field(default_factory=list)  # files outside them are named, not served
+    text: str = ""
+    steps: dict[str, _StepPanel] = field(default_factory=dict)
+    progress: dict[str, ev.Progress] = field(default_factory=dict)
+    images: list[tuple[str, str]] = field(default_factory=list)
+    tables: list[ev.Table] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    metrics: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # warnings, errors, tool calls, file names
+    logs: list[str] = field(default_factory=list)
+    done: ev.Done | None = None
+
+    def add(self, event: Any) -> None:
+        if isinstance(event, ev.TextDelta):
+            if event.step and event.step in self.steps:
+                self.steps[event.step].text += event.text
+            else:
+                self.text += event.text
+        elif isinstance(event, ev.Progress):
+            self.progress[event.task] = event
+        elif isinstance(event, ev.Step):
+            panel = self.steps.setdefault(event.step, _StepPanel(event.title))
+            panel.title, panel.status = event.title, event.status
+            panel.elapsed_s = event.elapsed_s if event.elapsed_s is not None else panel.elapsed_s
+            panel.detail = event.detail or panel.detail
+        elif isinstance(event, ev.Image):
+            if self._servable(event.path):
+                self.images.append((event.path, event.caption))
+            else:
+                self.notes.append(f"🖼 `{event.path}` {html.escape(event.caption)}")
+        elif isinstance(event, ev.Table):
+            self.tables.append(event)
+        elif isinstance(event, ev.Metric):
+            for name, value in event.values.items():
+                self.metrics.append({"step": event.step, "value": float(value), "series": name})
+        elif isinstance(event, ev.ToolCall):
+            body = json.dumps(event.arguments, ensure_ascii=False, indent=2)
+            result = f"\n→ {html.escape(event.result)}" if event.result is not None else ""
+            self.notes.append(f"<details><summary>🔧 {html.escape(t('events.tool_call', name=event.name))}</summary>"
+                              f"\n\n```json\n{body}\n```{result}\n</details>")
+        elif isinstance(event, ev.FileWritten):
+            if self._servable(event.path):
+                self.files.append(event.path)
+            description = f" — {html.escape(event.description)}" if event.description else ""
+            self.notes.append(f"📄 `{Path(event.path).name}`{description}")
+        elif isinstance(event, ev.Log):
+            self.logs.append(event.message)
+        elif isinstance(event, ev.Warning):
+            self.notes.append(f"⚠️ {html.escape(event.message)}")
+        elif isinstance(event, ev.Error):
+            where = f"**{html.escape(event.field)}**: " if event.field else ""
+            self.notes.append(f"❌ {where}{html.escape(event.message)}")
+        elif isinstance(event, ev.Done):
+            self.done = event
+
+    def _servable(self, path: str) -> bool:
+        try:
+            ensure_within(self.allowed_roots, path)
+        except PathOutsideRoot:
+            return False
+        return Path(path).exists()
+
+    # -- rendering ------------------------------------------------------------------------------
+    def markdown(self) -> str:
+        parts = []
+        for panel in self.steps.values():
+            mark = {"started": "⏳", "finished": "✅", "failed": "❌"}[panel.status]
+            timing = f" ({panel.elapsed_s:.2f}s)" if panel.elapsed_s is not None else ""
+            body = "\n\n".join(x for x in (html.escape(panel.detail), panel.text) if x)
+            opened = " open" if panel.status == "started" else ""
+            parts.append(f"<details{opened}><summary>{mark} {html.escape(panel.title)}{timing}</summary>\n\n"
+                         f"{body}\n\n</details>")
+        if self.text:
+            parts.append(self.text)
+        parts.extend(self.notes)
+        if self.logs:
+            tail = "\n".join(self.logs[-50:])
+            parts.append(f"<details><summary>{t('events.log')} ({len(self.logs)})</summary>\n\n```\n{tail}\n```\n</details>")
+        return "\n\n".join(parts)
+
+    def progress_html(self) -> str:
+        rows = []
+        for event in self.progress.values():
+            fraction = event.fraction
+            percent = f"{fraction * 100:.0f}%" if fraction is not None else ""
+            width = f"{fraction * 100:.1f}%" if fraction is not None else "100%"
+            counts = f"{event.done:g}/{event.total:g} {event.unit}" if event.total else f"{event.done:g} {event.unit}"
+            rate = f" · {event.rate:.2f} {event.unit}/s" if event.rate else ""
+            eta = f" · {t('events.eta', eta=format_eta(event.eta_s))}" if event.eta_s is not None else ""
+            rows.append(
+                f'<div class="lq-progress" data-task="{html.escape(event.task)}">'
+                f'<div class="lq-progress-label">{html.escape(event.message or event.task)} {percent}'
+                f' <small>{counts}{rate}{eta}</small></div>'
+                f'<div class="lq-progress-track"><div class="lq-progress-fill" style="width:{width}"></div></div></div>'
+            )
+        return "".join(rows)
+
+    def status(self) -> str:
+        if self.done is None:
+            return f"⏳ {t('status.running')}" if (self.progress or self.text or self.steps or self.notes) else ""
+        mark = {"ok": "✅", "failed": "❌", "cancelled": "⏹"}[self.done.status]
+        timing = f" · {self.done.elapsed_s:.1f}s" if self.done.elapsed_s is not None else ""
+        summary = f" — {html.escape(self.done.summary)}" if self.done.summary else ""
+        return f"{mark} **{t('status.' + self.done.status)}**{timing}{summary}"
+
+    def table_value(self) -> dict[str, Any] | None:
+        if not self.tables:
+            return None
+        last = self.tables[-1]
+        return {"headers": list(last.columns), "data": [[_cell(c) for c in row] for row in last.rows]}
+
+    def metrics_frame(self) -> Any:
+        import pandas as pd
+
+        return pd.DataFrame(self.metrics, columns=["step", "value", "series"])
+
+
+def _cell(value: Any) -> Any:
+    return value if isinstance(value, (int, float, str)) or value is None else str(value)

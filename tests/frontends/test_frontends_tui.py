@@ -1,0 +1,266 @@
+"""The Textual TUI, driven headless through ``App.run_test()`` and the pilot."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import time
+
+import pytest
+from textual.widgets import Collapsible, DataTable, Input, Markdown, Select, Sparkline, Switch
+
+from localqwen.app import Workbench
+from localqwen.plugin_api import events as ev
+from localqwen.tui.app import LocalQwenApp
+from localqwen.tui.event_view import EventView
+from localqwen.tui.screens.action import ActionScreen
+from localqwen.tui.widgets.image_block import ImageBlock
+from localqwen.tui.widgets.slider import Slider
+
+SIZE = (130, 44)
+
+
+def async_test(func):
+    """Run an async test with asyncio (no pytest-asyncio plugin needed)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        return asyncio.run(func(*args, **kwargs))
+
+    return wrapper
+
+
+async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        await pilot.pause(0.05)
+
+
+@pytest.fixture
+def app(frontend_plugins, monkeypatch):
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    return LocalQwenApp(Workbench.create())
+
+
+@async_test
+async def test_home_lists_plugins_and_failures(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert app.screen.query_one("#action-testplug-echo")
+        assert app.screen.query_one("#action-showcase-everything")
+        failures = {w.id for w in app.screen.query(".plugin-failure")}
+        assert {"failure-broken_import", "failure-broken_register"} <= failures
+        text = str(app.screen.query_one("#failure-broken_register").render())
+        assert "missing frobnicator" in text
+
+
+@async_test
+async def test_fill_form_run_and_see_streamed_output(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.click("#action-testplug-echo")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ActionScreen)
+        # Submitting without the required text shows the message beside the field.
+        await pilot.click("#run")
+        await pilot.pause()
+        assert "required" in str(screen.query_one("#error-text").render()).lower()
+        assert screen.query_one("#row-text").has_class("invalid")
+        # Fill the form through the widgets: type text, move the slider, flip the switch.
+        await pilot.click("#field-text")
+        await pilot.press(*"hello")
+        screen.query_one("#field-repeat", Slider).focus()
+        await pilot.press("right")
+        await pilot.click("#field-shout")
+        assert screen.query_one("#field-shout", Switch).value is True
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: screen.event_view.done is not None)
+        view = screen.event_view
+        assert view.text[None] == "HELLO\nHELLO\nHELLO\n"
+        assert view.done.status == "ok"
+        assert str(screen.query_one("#error-text").render()) == ""
+        assert view.query_one(DataTable).row_count == 3
+        assert view.query(".file-written")
+        markdown = view.query_one(".stream-text", Markdown)
+        assert "HELLO" in markdown.source
+
+
+@async_test
+async def test_cancel_really_stops_the_work(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.click("#action-testplug-slow")
+        await pilot.pause()
+        screen = app.screen
+        screen.form_view.set_value("steps", 2000)
+        screen.form_view.set_value("delay", 0.01)
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: screen.job is not None and screen.job.progress)
+        await pilot.click("#cancel")
+        await wait_for(pilot, lambda: screen.event_view.done is not None)
+        assert screen.event_view.done.status == "cancelled"
+        marker = app.bench.paths.outputs_dir / "testplug" / "slow.state"
+        assert marker.read_text().endswith("cancelled")
+        assert int(marker.read_text().split()[0]) < 2000
+        assert not screen.query_one("#run").disabled
+
+
+@async_test
+async def test_every_event_kind_renders(app):
+    async with app.run_test(size=SIZE) as pilot:
+        plugin = app.bench.host.get("showcase")
+        app.open_action(plugin, "everything")
+        await pilot.pause()
+        screen = app.screen
+        form = screen.form_view
+        # Every widget kind is there.
+        for name, kind in [("title", Input), ("mode", Select), ("enabled", Switch), ("temperature", Slider)]:
+            assert isinstance(form.input_for(name), kind)
+        assert form.input_for("tags").selected == ["red"]
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: screen.event_view.done is not None)
+        view: EventView = screen.event_view
+        steps = view.query(".step-panel").results(Collapsible)
+        assert [c.title for c in steps] == ["✓ Prepare (0.01s)"]
+        assert "**demo**" in view.text["prepare"]
+        assert view.query_one(ImageBlock).path.name == "gradient.png"
+        assert view.query_one(Sparkline).data == [1.0, 0.5, 1 / 3]
+        assert view.query(".tool-call") and view.query(".warning") and view.query(".event-log")
+        assert "3/3 item" in str(view.query_one(".progress-detail").render())
+        assert view.done.summary == "showcase finished"
+
+
+@async_test
+async def test_failure_is_shown_as_error(app):
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_action(app.bench.host.get("testplug"), "fail")
+        await pilot.pause()
+        app.screen.form_view.set_value("message", "boom here")
+        await pilot.click("#run")
+        await wait_for(pilot, lambda: app.screen.event_view.done is not None)
+        assert app.screen.event_view.errors == ["boom here"]
+        assert app.screen.event_view.done.status == "failed"
+
+
+@async_test
+async def test_job_survives_closing_the_view_and_jobs_screen_reopens_it(app):
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_action(app.bench.host.get("testplug"), "slow")
+        await pilot.pause()
+        screen = app.screen
+        screen.form_view.set_value("steps", 30)
+        screen.form_view.set_value("delay", 0.02)
+        await pilot.click("#run")
+        job = screen.job
+        await pilot.press("escape")  # close the action view while the job runs
+        await pilot.press("f4")
+        await pilot.pause()
+        table = app.screen.query_one("#jobs-table", DataTable)
+        await wait_for(pilot, lambda: table.row_count == 1)
+        assert job.wait(10) and job.status == "ok"
+        await pilot.pause(0.6)  # the table refreshes twice a second
+        assert "done" in str(table.get_row_at(0)[1])
+        await pilot.press("enter")
+        await pilot.pause()
+        view = app.screen.query_one(EventView)
+        await wait_for(pilot, lambda: view.done is not None)
+        assert view.done.status == "ok"
+
+
+@async_test
+async def test_bespoke_view_and_command_palette(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.click("#view-showcase")
+        await pilot.pause()
+        assert app.screen.query_one("#showcase-bespoke")
+        await pilot.press("escape")
+        commands = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Test plugin › Echo" in commands and "Chat" in commands
+
+
+@async_test
+async def test_chat_streams_and_keeps_history(app, monkeypatch):
+    from scripted_engine import ScriptedEngine
+
+    from localqwen.runtime.engine.base import ToolCall
+
+    engine = ScriptedEngine("The answer is 42.", tool_calls=[ToolCall("calculator", {"x": 6, "y": 7})])
+    app.chat._engine_factory = lambda task: engine
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await pilot.pause()
+        await pilot.click("#chat-input")
+        await pilot.press(*"What is six times seven?", "enter")
+        screen = app.screen
+        await wait_for(pilot, lambda: not screen.busy and len(screen.query(".chat-message")) == 2)
+        assert len(screen.query(".tool-call")) == 1
+        messages = app.chat.history.messages(screen.session_id)
+        assert messages[-1]["content"] == "The answer is 42."
+        await pilot.click("#chat-regenerate")
+        await wait_for(pilot, lambda: not screen.busy and len(app.chat.history.messages(screen.session_id)) == 2)
+        await pilot.click("#chat-copy")
+        assert app.clipboard == "The answer is 42."
+    # A restart shows the last session again.
+    again = LocalQwenApp(Workbench.create())
+    async with again.run_test(size=SIZE) as pilot:
+        again.switch_mode("chat")
+        await pilot.pause()
+        assert len(again.screen.query(".chat-message")) == 2
+
+
+@async_test
+async def test_chat_stop(app):
+    from scripted_engine import ScriptedEngine
+
+    app.chat._engine_factory = lambda task: ScriptedEngine(" ".join(["word"] * 200), delay=0.02)
+    async with app.run_test(size=SIZE) as pilot:
+        app.switch_mode("chat")
+        await pilot.pause()
+        app.screen.query_one("#chat-input", Input).value = "talk"
+        await pilot.click("#chat-send")
+        await pilot.pause(0.3)
+        await pilot.click("#chat-stop")
+        await wait_for(pilot, lambda: not app.screen.busy)
+        saved = app.chat.history.messages(app.screen.session_id)[-1]["content"]
+        assert 0 < len(saved.split()) < 200
+
+
+@async_test
+async def test_language_switch_applies_at_once_and_is_saved(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f5")
+        await pilot.pause()
+        app.screen.query_one("#language", Select).value = "zh"
+        await pilot.pause(0.3)
+        assert app.bench.config.app.language == "zh"
+        assert 'language = "zh"' in app.bench.paths.config_file.read_text(encoding="utf-8")
+        await pilot.press("f1")
+        await pilot.pause(0.3)
+        assert "插件" in str(app.screen.query(".section-title").first().render())
+        descriptions = {b.binding.description for b in app.active_bindings.values() if b.binding.id == "nav.jobs"}
+        assert descriptions == {"任务"}
+
+
+@async_test
+async def test_models_screen_degrades_without_runtime_services(app):
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f3")
+        await pilot.pause(0.5)
+        # Whatever the runtime offers, the screen shows either its data or a clear message.
+        report = app.screen.query_one("#device-report", Markdown).source
+        assert report.strip()
+        assert app.screen.query_one("#plugin-models").children
+
+
+def test_event_batches_join_text(app):
+    async def scenario():
+        async with app.run_test(size=SIZE) as pilot:
+            view = EventView()
+            await app.screen.mount(view)
+            await view.add_events([ev.TextDelta(text="a"), ev.TextDelta(text="b"), ev.Log(message="x"),
+                                   ev.TextDelta(text="c")])
+            await pilot.pause()
+            assert view.text[None] == "abc"
+
+    asyncio.run(scenario())
