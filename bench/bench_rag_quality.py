@@ -20,7 +20,7 @@ from rag_bench_data import LOADERS, TUNING_SPLIT, cached_vectors, load_dataset
 from localqwen.retrieval.evaluation import evaluate
 from localqwen.retrieval.search import FusionSettings, SearchIndex
 
-PLAIN_RRF = FusionSettings(candidates=100, rrf_k=60, bm25_weight=1.0, dense_weight=1.0)
+PLAIN_RRF = FusionSettings(method="rrf", candidates=100, rrf_k=60, bm25_weight=1.0, dense_weight=1.0)
 
 
 def run_mode(index: SearchIndex, data, query_vectors, mode: str, reranker=None, depth: int = 100):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from localqwen.plugin_api.cancel import CancelToken
-    from localqwen.runtime.engine import ChatResult, Engine
+    from localqwen.runtime.engine.base import ChatResult, Engine
 
 
 class LLM:
@@ -24,7 +24,7 @@ class LLM:
         self.last_messages: list[dict[str, Any]] = []
 
     def _settings(self, max_new_tokens: int | None):
-        from localqwen.runtime.engine import GenerationSettings
+        from localqwen.runtime.engine.base import GenerationSettings
 
         return GenerationSettings(max_new_tokens=max_new_tokens or self.max_new_tokens,
                                   temperature=self.temperature, seed=self.seed)
