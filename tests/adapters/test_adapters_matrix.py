@@ -139,3 +139,14 @@ def test_tiny_qwen3_vl_matrix(method, tiny_qwen3_vl_path, tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(reloaded(input_ids=ids, attention_mask=mask).logits, adapted, atol=1e-6, rtol=0)
     assert torch.equal(reloaded.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4, do_sample=False), generated)
+
+
+@pytest.mark.parametrize("method", ["lora", "dora", "ia3", "moe-lora", "mot-lora"])
+def test_shape_formula_matches_the_injected_model(method, tiny_qwen3_vl_path):
+    from localqwen.adapters.param_counts import qwen3_text_layers, trainable_params
+
+    options = {} if method == "ia3" else {"r": 2, "include_mlp": True}
+    info = apply_adapter(load_tiny_vl(tiny_qwen3_vl_path), method, options)
+    shapes = qwen3_text_layers(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, intermediate=128,
+                               mlp=method != "ia3")
+    assert info.trainable_params == trainable_params(method, shapes, options)

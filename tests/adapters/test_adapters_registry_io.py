@@ -8,7 +8,14 @@ import pytest
 import torch
 from adapter_models import TINY_TARGETS, load_tiny_vl, randomize_adapters, tiny_net
 
-from localqwen.adapters import AdapterError, AdapterLoadError, adapter_method, apply_adapter, load_adapter, save_adapter
+from localqwen.adapters import (
+    AdapterError,
+    AdapterLoadError,
+    adapter_method,
+    apply_adapter,
+    load_adapter,
+    save_adapter,
+)
 from localqwen.adapters.router_metrics import collect_router_metrics, router_callback
 
 

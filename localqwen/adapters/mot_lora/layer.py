@@ -62,7 +62,9 @@ class MixerStream:
         else:
             self.continuing = True
         self.past_length = past_length
-        self.mask = attention_mask if attention_mask is not None and attention_mask.dim() == 2 else None
+        mask = attention_mask if attention_mask is not None and attention_mask.dim() == 2 else None
+        # An all-ones mask (no padding) changes nothing: skip the multiply in every layer.
+        self.mask = None if mask is None or bool(mask.all()) else mask
         self.chunk_len = 0
 
     def finish(self) -> None:
@@ -137,19 +139,20 @@ def _classes() -> dict[str, type]:
                     history = stream.tails.get(id(self))
             if width == 0:
                 return states * self.mixer[:, 0, 0]
-            channels_first = states.transpose(1, 2)
             if history is None:
-                window = F.pad(channels_first, (width, 0))  # left padding only: no future tokens
+                window = F.pad(states, (0, 0, width, 0))  # left padding only: no future tokens
             else:
                 if history.shape[0] != states.shape[0]:
                     raise RuntimeError(
                         f"MoT-LoRA: batch size changed from {history.shape[0]} to {states.shape[0]} "
                         "while continuing cached sequences"
                     )
-                window = torch.cat([history.to(channels_first.dtype), channels_first], dim=-1)
+                window = torch.cat([history.to(states.dtype), states], dim=1)
             if stream is not None and not (self.training and torch.is_grad_enabled()):
-                stream.tails[id(self)] = window[..., -width:].detach()
-            return F.conv1d(window, self.mixer, groups=self.r).transpose(1, 2)
+                stream.tails[id(self)] = window[:, -width:].detach()
+            # (batch, seq, r, K) sliding views times the per-channel taps: a depthwise causal conv.
+            # Measured faster on CPU than grouped conv1d for these small r (fewer, cheaper backward ops).
+            return (window.unfold(1, self.kernel_size, 1) * self.mixer[:, 0, :]).sum(dim=-1)
 
         def extra_repr(self) -> str:
             return f"r={self.r}, kernel_size={self.kernel_size}, in={self.in_features}, out={self.out_features}"
