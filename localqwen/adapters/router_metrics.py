@@ -36,7 +36,7 @@ def collect_router_metrics(model: nn.Module) -> dict[str, float]:
     load_entropy = router_entropy = aux = max_load = 0.0
     dead = 0
     for _, layer in layers:
-        stats = layer.last_stats
+        stats = layer.routing_stats()
         load = stats["load"].float()
         norm = math.log(layer.num_experts)
         load_entropy += float(-(load * load.clamp_min(1e-9).log()).sum()) / norm
@@ -56,7 +56,7 @@ def collect_router_metrics(model: nn.Module) -> dict[str, float]:
 
 def expert_load(model: nn.Module) -> dict[str, list[float]]:
     """Per layer: the share of routed assignments each expert got in the last training forward."""
-    return {name: m.last_stats["load"].tolist() for name, m in moe_layers(model) if m.last_stats is not None}
+    return {name: m.routing_stats()["load"].tolist() for name, m in moe_layers(model) if m.last_stats is not None}
 
 
 def router_step(model: nn.Module) -> dict[str, float]:

@@ -96,8 +96,9 @@ def _classes() -> dict[str, type]:
             tokens = x.to(dtype).reshape(-1, self.in_features)
             gates, probs, chosen = self._route(tokens)
             low_rank = F.linear(self.dropout(tokens), self.lora_A)
-            low_rank = low_rank.view(-1, self.num_experts, self.r) * gates.to(dtype).unsqueeze(-1)
-            delta = F.linear(low_rank.view(-1, self.num_experts * self.r), self.lora_B) * self.scaling
+            gates = (gates * self.scaling).to(dtype)  # scaling folded into the (N, E) gates
+            low_rank = low_rank.view(-1, self.num_experts, self.r) * gates.unsqueeze(-1)
+            delta = F.linear(low_rank.view(-1, self.num_experts * self.r), self.lora_B)
             delta = delta.view(*x.shape[:-1], self.out_features)
             if self.training:
                 aux_loss = self._record(probs, chosen)
@@ -116,28 +117,37 @@ def _classes() -> dict[str, type]:
             return gates, probs, chosen
 
         def _record(self, probs: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor | None:
-            """Keep this batch's routing statistics; return the Switch aux loss when enabled."""
-            with torch.no_grad():
-                counts = torch.bincount(chosen.flatten(), minlength=self.num_experts).float()
-                load = counts / counts.sum().clamp_min(1.0)
-                entropy = -(probs * probs.clamp_min(1e-9).log()).sum(-1).mean()
+            """Keep this batch's routing (metrics are computed on demand); return the aux loss if on."""
             aux_loss = None
             if self.balance == "aux_loss" and self.aux_loss_coef > 0:
+                with torch.no_grad():
+                    load = torch.bincount(chosen.flatten(), minlength=self.num_experts).float() / chosen.numel()
                 # Switch Transformer: E * sum_i f_i * P_i, minimal (1.0) at uniform routing.
                 aux_loss = self.aux_loss_coef * self.num_experts * (load * probs.mean(dim=0)).sum()
             self.last_stats = {
-                "load": load,
-                "router_entropy": entropy,
-                "aux_loss": aux_loss.detach() if aux_loss is not None else probs.new_zeros(()),
+                "probs": probs.detach(),
+                "chosen": chosen,
+                "aux_loss": aux_loss.detach() if aux_loss is not None else None,
             }
             return aux_loss
+
+        @torch.no_grad()
+        def routing_stats(self) -> dict[str, torch.Tensor] | None:
+            """Expert load shares, mean routing entropy and aux loss of the last training forward."""
+            if self.last_stats is None:
+                return None
+            probs, chosen, aux_loss = self.last_stats["probs"], self.last_stats["chosen"], self.last_stats["aux_loss"]
+            load = torch.bincount(chosen.flatten(), minlength=self.num_experts).float() / max(chosen.numel(), 1)
+            entropy = -(probs * probs.clamp_min(1e-9).log()).sum(-1).mean()
+            return {"load": load, "router_entropy": entropy,
+                    "aux_loss": aux_loss if aux_loss is not None else probs.new_zeros(())}
 
         @torch.no_grad()
         def update_routing_bias(self) -> None:
             """Aux-loss-free step: raise the bias of under-loaded experts, lower over-loaded ones."""
             if self.balance != "bias" or self.last_stats is None:
                 return
-            load = self.last_stats["load"].to(self.routing_bias.device)
+            load = self.routing_stats()["load"].to(self.routing_bias.device)
             self.routing_bias += self.bias_update_rate * torch.sign(load.mean() - load)
 
         def extra_repr(self) -> str:
