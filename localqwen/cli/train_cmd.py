@@ -1,0 +1,88 @@
+"""``localqwen train CONFIG [--resume] [--estimate-only] [--json]``: run a training job.
+
+The job runs in this process (the UIs start this same command as a subprocess and tail
+``<output_dir>/progress.jsonl``); with several GPUs it re-launches itself under `accelerate launch`.
+Exit codes: 0 ok, 1 failed, 2 bad config, 130 cancelled (SIGTERM/Ctrl-C, checkpoint kept).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    app.command("train")(train)
+
+
+def train(
+    config_path: Path = typer.Argument(..., metavar="CONFIG", help="Job config (.toml or .yaml)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue from the last checkpoint in output_dir."),
+    estimate_only: bool = typer.Option(False, "--estimate-only", help="Show the memory and time estimate, then stop."),
+    warmup_steps: int = typer.Option(3, "--warmup-steps", help="Steps measured for the time estimate."),
+    as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
+) -> None:
+    """Fine-tune a model as described by CONFIG (see README "Training")."""
+    from localqwen.cli.event_printer import EventPrinter
+    from localqwen.plugin_api import events as ev
+    from localqwen.training.config import JobConfigError, load_job_config
+
+    try:
+        config = load_job_config(config_path)
+    except JobConfigError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
+
+    printer = EventPrinter(as_json=as_json)
+    try:
+        estimate = _show_memory_estimate(config, printer)
+        if estimate_only:
+            from localqwen.training.estimate import estimate_time
+
+            printer(ev.Log(message=f"measuring {warmup_steps} warm-up steps..."))
+            timing = estimate_time(config, warmup_steps=warmup_steps)
+            printer(ev.Table(title="Time estimate", columns=["item", "value"], rows=[
+                ["seconds per step", round(timing.seconds_per_step, 3)],
+                ["total steps", timing.total_steps],
+                ["estimated minutes", round(timing.total_seconds / 60, 2)],
+                ["samples per second", round(timing.samples_per_second, 2)],
+            ]))
+            printer(ev.Done(status="ok" if estimate.fits is not False else "failed", summary="estimate only",
+                            result={"memory_gb": estimate.total_gb, "seconds": timing.total_seconds}))
+            raise typer.Exit(0 if estimate.fits is not False else 1)
+    finally:
+        if estimate_only:
+            printer.close()
+
+    from localqwen.training.launch import gpu_count, job_command
+
+    if gpu_count() > 1:
+        import subprocess
+
+        command = job_command(config_path.resolve(), resume=resume, json_events=as_json)
+        printer(ev.Log(message="several GPUs: " + " ".join(command)))
+        printer.close()
+        raise typer.Exit(subprocess.call(command))
+
+    from localqwen.training.runner import StopFlag, json_stdout_echo, run_job
+
+    stop = StopFlag()
+    stop.install_signal_handlers()
+    echo = json_stdout_echo() if as_json else printer
+    try:
+        done = run_job(config, resume=resume, echo=echo, stop=stop)
+    finally:
+        printer.close()
+    raise typer.Exit({"ok": 0, "failed": 1, "cancelled": 130}[done.status])
+
+
+def _show_memory_estimate(config, printer):  # noqa: ANN001, ANN202
+    from localqwen.plugin_api import events as ev
+    from localqwen.training.estimate import estimate_for_job
+
+    estimate = estimate_for_job(config)
+    printer(ev.Table(title="Memory estimate (GiB)", columns=["part", "value"], rows=estimate.as_rows()))
+    if estimate.warning:
+        printer(ev.Warning(message=estimate.warning))
+    return estimate

@@ -1,0 +1,223 @@
+"""After training: evaluate on held-out rows, compare base vs. tuned, merge a LoRA, export GGUF.
+
+A task metric is a plugin-supplied hook ``metric(predictions, references) -> {name: value}``;
+``exact_match`` is the built-in one (the shapes proof uses it).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localqwen.training.collator import load_image
+from localqwen.training.data import message_images
+
+Metric = Callable[[list[str], list[str]], dict[str, float]]
+
+
+def exact_match(predictions: list[str], references: list[str]) -> dict[str, float]:
+    hits = sum(p.strip().lower() == r.strip().lower() for p, r in zip(predictions, references, strict=False))
+    return {"exact_match": hits / max(1, len(references))}
+
+
+def split_prompt(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
+    """(messages before the last assistant turn, that turn's text): what to prompt and expect."""
+    messages = row["messages"]
+    last = max(i for i, m in enumerate(messages) if m.get("role") == "assistant")
+    content = messages[last].get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return messages[:last], str(content or "")
+
+
+def generate(model: Any, processor: Any, prompts: list[list[dict[str, Any]]], *, max_new_tokens: int = 32,
+             batch_size: int = 16, tools: list[Any] | None = None) -> list[str]:
+    """Greedy answers for each prompt (batched, left-padded)."""
+    import torch
+
+    tokenizer = getattr(processor, "tokenizer", processor)
+    is_processor = hasattr(processor, "image_processor")
+    owner = processor if is_processor else tokenizer
+    answers: list[str] = []
+    model.eval()
+    for start in range(0, len(prompts), batch_size):
+        chunk = prompts[start : start + batch_size]
+        texts = [owner.apply_chat_template(p, tools=tools, tokenize=False, add_generation_prompt=True) for p in chunk]
+        images = [load_image(i) for p in chunk for i in message_images(p)]
+        if is_processor:
+            inputs = processor(text=texts, images=images or None, padding=True, padding_side="left", return_tensors="pt")
+        else:
+            inputs = tokenizer(texts, padding=True, padding_side="left", return_tensors="pt", add_special_tokens=False)
+        inputs = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in inputs.items()}
+        with torch.no_grad():
+            output = model.generate(**inputs, max_new_tokens=max_new_tokens, do_sample=False,
+                                    pad_token_id=tokenizer.pad_token_id)
+        new_tokens = output[:, inputs["input_ids"].shape[1]:]
+        answers.extend(t.strip() for t in tokenizer.batch_decode(new_tokens, skip_special_tokens=True))
+    return answers
+
+
+@dataclass
+class EvalResult:
+    loss: float | None
+    metrics: dict[str, float] = field(default_factory=dict)
+    predictions: list[str] = field(default_factory=list)
+    references: list[str] = field(default_factory=list)
+
+
+def evaluate(model: Any, processor: Any, rows: list[dict[str, Any]], *, metric: Metric | None = exact_match,
+             max_new_tokens: int = 32, batch_size: int = 16) -> EvalResult:
+    """Held-out loss (assistant tokens only) plus the task metric over greedy answers."""
+    loss = heldout_loss(model, processor, rows, batch_size=batch_size)
+    predictions: list[str] = []
+    references: list[str] = []
+    metrics: dict[str, float] = {}
+    if metric is not None:
+        pairs = [split_prompt(r) for r in rows]
+        predictions = generate(model, processor, [p for p, _ in pairs], max_new_tokens=max_new_tokens,
+                               batch_size=batch_size)
+        references = [ref for _, ref in pairs]
+        metrics = metric(predictions, references)
+    return EvalResult(loss, metrics, predictions, references)
+
+
+def heldout_loss(model: Any, processor: Any, rows: list[dict[str, Any]], *, batch_size: int = 16) -> float | None:
+    import torch
+
+    from localqwen.training.collator import ChatCollator
+
+    if not rows:
+        return None
+    collator = ChatCollator(processor)
+    total, count = 0.0, 0
+    model.eval()
+    with torch.no_grad():
+        for start in range(0, len(rows), batch_size):
+            batch = collator(rows[start : start + batch_size])
+            batch = {k: v.to(model.device) if hasattr(v, "to") else v for k, v in batch.items()}
+            labels = batch.pop("labels")
+            logits = model(**batch).logits[:, :-1].float()
+            target = labels[:, 1:]
+            loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1),
+                                                     ignore_index=-100, reduction="sum")
+            total += float(loss)
+            count += int((target != -100).sum())
+    return total / count if count else math.nan
+
+
+def sequence_logprob(model: Any, processor: Any, prompt: list[dict[str, Any]], answer: str) -> float:
+    """Sum of log-probabilities of ``answer`` as the assistant reply to ``prompt``."""
+    import torch
+
+    from localqwen.training.collator import ChatCollator
+
+    collator = ChatCollator(processor)
+    batch = collator([{"messages": [*prompt, {"role": "assistant", "content": answer}]}])
+    labels = batch.pop("labels")
+    with torch.no_grad():
+        logits = model(**{k: v.to(model.device) for k, v in batch.items()}).logits[:, :-1].float()
+    target = labels[:, 1:].to(logits.device)
+    logprobs = torch.log_softmax(logits, dim=-1)
+    mask = target != -100
+    picked = logprobs.gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1)
+    return float((picked * mask).sum())
+
+
+def preference_accuracy(model: Any, processor: Any, rows: list[dict[str, Any]]) -> float:
+    """Share of DPO rows whose chosen answer is more likely than the rejected one."""
+    wins = 0
+    for row in rows:
+        prompt = row["prompt"] if isinstance(row["prompt"], list) else [{"role": "user", "content": row["prompt"]}]
+        chosen = row["chosen"] if isinstance(row["chosen"], str) else row["chosen"][-1]["content"]
+        rejected = row["rejected"] if isinstance(row["rejected"], str) else row["rejected"][-1]["content"]
+        wins += sequence_logprob(model, processor, prompt, chosen) > sequence_logprob(model, processor, prompt, rejected)
+    return wins / max(1, len(rows))
+
+
+def compare(base: tuple[Any, Any], tuned: tuple[Any, Any], rows: list[dict[str, Any]], *,
+            max_new_tokens: int = 32) -> tuple[list[str], list[list[Any]]]:
+    """Side-by-side table: prompt, expected, base answer, tuned answer."""
+    pairs = [split_prompt(r) for r in rows]
+    prompts = [p for p, _ in pairs]
+    base_answers = generate(base[0], base[1], prompts, max_new_tokens=max_new_tokens)
+    tuned_answers = generate(tuned[0], tuned[1], prompts, max_new_tokens=max_new_tokens)
+    table = []
+    for (prompt, expected), before, after in zip(pairs, base_answers, tuned_answers, strict=False):
+        user = next((m for m in reversed(prompt) if m.get("role") == "user"), {"content": ""})
+        content = user["content"]
+        text = content if isinstance(content, str) else " ".join(
+            p.get("text", "") if p.get("type") == "text" else f"[image {Path(str(p.get('image'))).name}]" for p in content)
+        table.append([text, expected, before, after])
+    return ["prompt", "expected", "base", "tuned"], table
+
+
+# ---------------------------------------------------------------------------------------------
+# Merge and export
+
+
+def merge_lora(base_path: str | Path, adapter_dir: str | Path, out_dir: str | Path) -> Path:
+    """Fold the adapter into the base weights and save a plain model (safetensors) + processor."""
+    from localqwen.training.methods import load_trained
+    from localqwen.training.modeling import load_model_and_processor
+
+    base, processor, _ = load_model_and_processor(base_path, precision="fp32")
+    model = load_trained(base, Path(adapter_dir))
+    if not hasattr(model, "merge_and_unload"):
+        raise RuntimeError(f"the adapter in {adapter_dir} cannot be merged (no merge_and_unload)")
+    merged = model.merge_and_unload()
+    out = Path(out_dir)
+    merged.save_pretrained(out, safe_serialization=True)
+    processor.save_pretrained(out)
+    return out
+
+
+def find_gguf_converter() -> Path | None:
+    """llama.cpp's convert_hf_to_gguf.py: $LLAMA_CPP_DIR, then a `convert_hf_to_gguf` on PATH."""
+    candidates = []
+    if os.environ.get("LLAMA_CPP_DIR"):
+        candidates.append(Path(os.environ["LLAMA_CPP_DIR"]) / "convert_hf_to_gguf.py")
+    on_path = shutil.which("convert_hf_to_gguf.py") or shutil.which("convert_hf_to_gguf")
+    if on_path:
+        candidates.append(Path(on_path))
+    return next((c for c in candidates if c.is_file()), None)
+
+
+GGUF_SUPPORTED = {"Qwen3ForCausalLM", "Qwen2ForCausalLM", "Qwen3VLForConditionalGeneration",
+                  "Qwen2_5_VLForConditionalGeneration", "Qwen3MoeForCausalLM"}
+
+
+def export_gguf(model_dir: str | Path, out_file: str | Path, *, outtype: str = "f16") -> Path:
+    """Convert a (merged) model folder to GGUF with llama.cpp's converter.
+
+    The converter is a script in the llama.cpp sources, not part of any pip package (the `gguf`
+    package only reads/writes the format), so it must be pointed at: set LLAMA_CPP_DIR to a
+    llama.cpp checkout (with `pip install gguf` done).
+    """
+    import json
+
+    model_dir = Path(model_dir)
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    architectures = config.get("architectures") or []
+    if not any(a in GGUF_SUPPORTED for a in architectures):
+        raise RuntimeError(f"llama.cpp's converter does not support {architectures or 'this model'}; "
+                           f"supported here: {', '.join(sorted(GGUF_SUPPORTED))}")
+    converter = find_gguf_converter()
+    if converter is None:
+        raise RuntimeError(
+            "GGUF export needs llama.cpp's convert_hf_to_gguf.py, which no pip package ships: clone llama.cpp, "
+            "`pip install gguf`, and set LLAMA_CPP_DIR to the checkout (or put convert_hf_to_gguf.py on PATH)."
+        )
+    out_file = Path(out_file)
+    command = [sys.executable, str(converter), str(model_dir), "--outfile", str(out_file), "--outtype", outtype]
+    completed = subprocess.run(command, capture_output=True, text=True, check=False)
+    if completed.returncode != 0 or not out_file.exists():
+        tail = (completed.stderr or completed.stdout).strip().splitlines()[-5:]
+        raise RuntimeError("convert_hf_to_gguf failed: " + " | ".join(tail))
+    return out_file

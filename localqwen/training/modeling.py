@@ -1,0 +1,65 @@
+"""Loading the base model and its processor/tokenizer for training and evaluation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+def is_vision_model(path: str | Path, task: str = "auto") -> bool:
+    if task != "auto":
+        return task == "vision"
+    from transformers import AutoConfig
+
+    config = AutoConfig.from_pretrained(str(path))
+    return getattr(config, "vision_config", None) is not None
+
+
+def pick_dtype(precision: str) -> Any:
+    """fp32 on CPU; bf16 where CUDA supports it; fp16 only when asked."""
+    import torch
+
+    if precision == "fp32":
+        return torch.float32
+    if precision == "fp16":
+        return torch.float16
+    if precision == "bf16":
+        return torch.bfloat16
+    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def load_model_and_processor(
+    path: str | Path, *, task: str = "auto", precision: str = "auto", quantize_4bit: bool = False,
+    trust_remote_code: bool = False,
+) -> tuple[Any, Any, bool]:
+    """(model, processor-or-tokenizer, is_vision)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
+
+    vision = is_vision_model(path, task)
+    kwargs: dict[str, Any] = {"dtype": pick_dtype(precision), "trust_remote_code": trust_remote_code}
+    if quantize_4bit:
+        if not torch.cuda.is_available():
+            raise RuntimeError("QLoRA needs a CUDA GPU (bitsandbytes 4-bit NF4); use 'lora' on this machine")
+        try:
+            from transformers import BitsAndBytesConfig
+        except ImportError as exc:  # pragma: no cover
+            raise RuntimeError("QLoRA needs bitsandbytes: pip install 'localqwen[gpu]'") from exc
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=kwargs["dtype"] if kwargs["dtype"] != torch.float32 else torch.bfloat16,
+        )
+        kwargs["device_map"] = {"": 0}
+    model_cls = AutoModelForImageTextToText if vision else AutoModelForCausalLM
+    model = model_cls.from_pretrained(str(path), **kwargs)
+    if vision:
+        processor = AutoProcessor.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    else:
+        processor = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
+    if quantize_4bit:
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model)
+    return model, processor, vision
