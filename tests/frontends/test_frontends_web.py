@@ -1,0 +1,289 @@
+"""The Gradio web view: the Blocks built without launching and their handlers called directly,
+the launch rules, a launched server driven through gradio_client and plain HTTP, and a real
+headless Chromium (Debian's chromium + chromedriver through Selenium)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from localqwen.app import Workbench
+from localqwen.web.server import WebConfigError, choose_port, parse_auth, plan_launch
+
+ROOT = Path(__file__).resolve().parents[2]
+SUPPORT = Path(__file__).parent / "support"
+DOCS = ROOT / "docs" / "screenshots"
+ONLY = "testplug,showcase,broken_import,broken_register"
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory):
+    """The web app built once for the handler tests, with its own LOCALQWEN_HOME."""
+    from install_plugins import write_distribution
+
+    home = tmp_path_factory.mktemp("web_home")
+    site = home / "site"
+    write_distribution(site)
+    write_distribution(site, name="lqf-showcase", entry_points={"showcase": "lqf_showcase.plugin:ShowcasePlugin"})
+    saved = {k: os.environ.get(k) for k in ("LOCALQWEN_HOME", "LOCALQWEN_NO_THIRD_PARTY_PLUGINS", "LOCALQWEN_PLUGINS",
+                                            "LANG")}
+    os.environ.update(LOCALQWEN_HOME=str(home), LOCALQWEN_NO_THIRD_PARTY_PLUGINS="0", LOCALQWEN_PLUGINS=ONLY,
+                      LANG="en_US.UTF-8")
+    sys.path.insert(0, str(site))
+    import importlib
+
+    importlib.invalidate_caches()
+    from localqwen.web.app import build_web_app
+
+    app = build_web_app(Workbench.create())
+    yield app
+    sys.path.remove(str(site))
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def _keep_module_home(request, monkeypatch):
+    # The autouse isolated_home fixture gives each test a new LOCALQWEN_HOME; the handler tests
+    # share the module's web app, so they keep its home.
+    if "web" in request.fixturenames:
+        home = request.getfixturevalue("web").bench.paths.data_dir.parent
+        monkeypatch.setenv("LOCALQWEN_HOME", str(home))
+
+
+def _defaults(panel):
+    return [f.spec.default for f in panel.fields]
+
+
+def test_every_plugin_gets_a_tab_and_failures_are_listed(web):
+    assert {"testplug-echo", "testplug-slow", "testplug-fail", "showcase-everything", "showcase-generate"} <= set(web.actions)
+    config = web.blocks.get_config_file()
+    labels = {c.get("props", {}).get("label") for c in config["components"]}
+    assert {"Text *", "Repeat", "Picture", "Folder", "Tags"} <= labels
+    from localqwen.web.app import home_markdown
+
+    text = home_markdown(web.bench, web.bench.host.load_all())
+    assert "broken_register" in text and "missing frobnicator" in text
+    assert "Bespoke view of Showcase" in str(config)  # the plugin's own web.py hook
+
+
+def test_run_handler_streams_and_validates(web):
+    panel = web.actions["testplug-echo"]
+    frames = list(panel.run("hello", 3, True, "stars", None))
+    last = frames[-1]
+    job_id, _form_error, status, progress, text = last[:5]
+    assert "done" in status and "3 lines" in status
+    assert text.startswith("* HELLO *\n* HELLO *\n* HELLO *")
+    assert "3/3 line" in progress and "width:100.0%" in progress
+    assert last[6]["value"]["data"][2] == [2, "* HELLO *"]
+    assert last[8]["value"] == [str(web.bench.paths.outputs_dir / "testplug" / "echo.txt")]
+    assert web.bench.services.jobs.record(job_id).status == "ok"
+    # Invalid input: the messages go next to their fields, nothing runs.
+    frames = list(panel.run("", 9, False, "plain", None))
+    errors = frames[-1][-5:]
+    assert "required" in errors[0]["value"].lower() and errors[0]["visible"]
+    assert "less than or equal to 5" in errors[1]["value"]
+    assert errors[2]["visible"] is False
+
+
+def test_every_event_kind_reaches_the_page(web):
+    panel = web.actions["showcase-everything"]
+    last = list(panel.run(*_defaults(panel)))[-1]
+    status, progress, text, gallery, table, plot, files = last[2:9]
+    assert "showcase finished" in status
+    assert "✅ Prepare (0.01s)" in text and "Tool call: lookup" in text and "this is only a showcase" in text
+    assert gallery["value"][0][1] == "a gradient"
+    assert list(plot["value"]["value"]) == [1.0, 0.5, pytest.approx(1 / 3)]
+    assert files["value"][0].endswith("report.txt")
+    assert table["visible"]
+
+
+def test_uploaded_paths_must_come_from_the_upload_folders(web, tmp_path):
+    panel = web.actions["showcase-everything"]
+    values = _defaults(panel)
+    outside = tmp_path / "secret.txt"
+    outside.write_text("secret")
+    values[[f.spec.name for f in panel.fields].index("document")] = str(outside)
+    last = list(panel.run(*values))[-1]
+    assert "outside the allowed folders" in last[1]["value"]
+
+
+def test_cancel_handler_stops_the_job(web):
+    panel = web.actions["testplug-slow"]
+    stream = panel.run(5000, 0.01)
+    first = next(stream)
+    job_id = first[0]
+    assert "Cancelling" in panel.cancel(job_id)
+    last = list(stream)[-1]
+    assert "cancelled" in last[2]
+    marker = web.bench.paths.outputs_dir / "testplug" / "slow.state"
+    assert marker.read_text().endswith("cancelled")
+
+
+def test_chat_handlers(web):
+    from scripted_engine import ScriptedEngine
+
+    from localqwen.runtime.engine.base import ToolCall
+
+    web.chat.controller._engine_factory = lambda task: ScriptedEngine(
+        "Hi there.", tool_calls=[ToolCall("search", {"q": "cats"})])
+    session_update, shown = web.chat.new_session()
+    session = session_update["value"]
+    frames = list(web.chat.send({"text": "hello", "files": []}, session))
+    messages = frames[-1][0]
+    assert messages[0] == {"role": "user", "content": "hello"}
+    assert messages[1] == {"role": "assistant", "content": "Hi there."}
+    assert messages[2]["metadata"]["title"].startswith("🔧 Tool call: search")
+    assert len(list(web.chat.regenerate(session))[-1][0]) == 3
+    assert web.chat.clear(session) == ([], "")
+    assert web.chat.controller.history.messages(session) == []
+
+
+def test_launch_rules():
+    assert plan_launch(port=choose_port("127.0.0.1", 20000)).host == "127.0.0.1"
+    with pytest.raises(WebConfigError, match="--auth"):
+        plan_launch(listen=True)
+    with pytest.raises(WebConfigError, match="--auth"):
+        plan_launch(share=True)
+    with pytest.raises(WebConfigError, match="--auth"):
+        plan_launch(host="192.168.1.10")
+    assert plan_launch(listen=True, auth="me:pw", port=choose_port("0.0.0.0", 20100)).host == "0.0.0.0"
+    assert parse_auth("me:p:w") == ("me", "p:w")
+    with pytest.raises(WebConfigError):
+        parse_auth("nopassword")
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert choose_port("127.0.0.1", taken) > taken
+
+
+# -- a launched server -----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``localqwen web`` in a subprocess, as a user starts it."""
+    from install_plugins import write_distribution
+
+    home = tmp_path_factory.mktemp("served_home")
+    site = home / "site"
+    write_distribution(site)
+    write_distribution(site, name="lqf-showcase", entry_points={"showcase": "lqf_showcase.plugin:ShowcasePlugin"})
+    env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_NO_THIRD_PARTY_PLUGINS="0", LOCALQWEN_PLUGINS=ONLY,
+               LANG="en_US.UTF-8", PYTHONPATH=os.pathsep.join([str(site), str(SUPPORT), str(ROOT / "tests" / "support")]))
+    port = choose_port("127.0.0.1", 17860)
+    with socket.socket() as blocker:  # the wanted port is busy: the server must move on
+        blocker.bind(("127.0.0.1", port))
+        process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        url = None
+        lines = []
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("LocalQwen web view: "):
+                url = line.split(": ", 1)[1].strip()
+                break
+    if url is None:
+        process.kill()
+        pytest.fail("web view did not start:\n" + "".join(lines))
+    assert any("is busy" in line for line in lines)
+    yield {"url": url, "home": home, "lines": lines}
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def test_gradio_client_runs_the_test_plugin(server):
+    from gradio_client import Client
+
+    assert server["url"].startswith("http://127.0.0.1:")
+    client = Client(server["url"], verbose=False)
+    result = client.predict("from the client", 2, False, "plain", None, api_name="/run_testplug_echo")
+    status, _progress, text = result[1], result[2], result[3]
+    assert "done" in status and text.startswith("from the client\nfrom the client")
+    failed = client.predict("boom", api_name="/run_testplug_fail")
+    assert "failed" in failed[1] and "boom" in failed[3]
+
+
+def test_files_outside_the_allowed_folders_are_refused(server):
+    import httpx
+
+    url = server["url"].rstrip("/")
+    home = server["home"]
+    secret = home / "data" / "secret.txt"
+    secret.write_text("do not serve me", encoding="utf-8")
+    served = home / "data" / "outputs" / "testplug" / "served.txt"
+    served.parent.mkdir(parents=True, exist_ok=True)
+    served.write_text("fine to serve", encoding="utf-8")
+    config = home / "config" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("[app]\n", encoding="utf-8")
+    for refused in (secret, config, Path("/etc/passwd"), home / "data" / "outputs" / ".." / "secret.txt"):
+        response = httpx.get(f"{url}/gradio_api/file={refused}")
+        assert response.status_code in (403, 404), (refused, response.status_code)
+        assert "do not serve me" not in response.text
+    response = httpx.get(f"{url}/gradio_api/file={served}")
+    assert response.status_code == 200 and response.text == "fine to serve"
+
+
+def test_exposed_listening_without_auth_is_refused():
+    result = subprocess.run([sys.executable, "-m", "localqwen.cli.main", "web", "--listen"],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "--auth" in result.stderr
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_real_browser_runs_the_test_plugin(server, tmp_path):
+    chromium = shutil.which("chromium")
+    driver_path = shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                 f"--user-data-dir={tmp_path / 'chrome-profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        assert server["url"].startswith("http://127.0.0.1:")
+        driver.get(server["url"])
+        wait = WebDriverWait(driver, 60)
+        tab = wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Test plugin')]")))
+        tab.click()
+        box = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#field-text textarea")))
+        box.send_keys("hello browser")
+        driver.find_element(By.ID, "run-testplug-echo").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status-testplug-echo"), "done"))
+        output = driver.find_element(By.ID, "output-testplug-echo").text
+        assert "hello browser" in output
+        shot = tmp_path / "web_echo.png"
+        driver.save_screenshot(str(shot))
+        assert shot.stat().st_size > 10_000
+        if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
+            DOCS.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shot, DOCS / "web_echo.png")
+    finally:
+        driver.quit()
