@@ -1,0 +1,1 @@
+"""Runtime: devices and plans, the model catalog and downloads, and the inference engines."""

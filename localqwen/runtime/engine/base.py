@@ -1,0 +1,145 @@
+"""The engine interface every backend implements, and the values it passes around."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api.cancel import CancelToken
+
+Messages = list[dict[str, Any]]
+Tools = list[dict[str, Any]]
+
+
+@dataclass
+class GenerationSettings:
+    max_new_tokens: int = 256
+    temperature: float = 0.0  # 0 means greedy
+    top_p: float = 1.0
+    top_k: int = 0  # 0 means off
+    repetition_penalty: float = 1.0
+    seed: int | None = None
+    stop: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise ValueError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0
+
+
+@dataclass
+class ToolCall:
+    name: str
+    arguments: dict[str, Any]
+
+    def to_message_dict(self) -> dict[str, Any]:
+        """The chat-format shape an assistant message carries in ``tool_calls``."""
+        return {"type": "function", "function": {"name": self.name, "arguments": self.arguments}}
+
+
+FinishReason = Literal["stop", "length", "tool_calls", "cancelled"]
+
+
+@dataclass
+class ChatResult:
+    text: str
+    tool_calls: list[ToolCall]
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    reasoning: str = ""
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_message_dict() for call in self.tool_calls]
+        return message
+
+
+class EngineError(RuntimeError):
+    """A model could not be loaded or run; the message says why and what to do."""
+
+
+class Engine:
+    """Chat with one loaded model. Subclasses implement ``_stream`` and ``count_tokens``."""
+
+    model_id: str = ""
+    backend: str = ""
+    supports_images: bool = False
+
+    def __init__(self) -> None:
+        self.last_result: ChatResult | None = None
+
+    # -- the public interface -------------------------------------------------------------
+    def chat(
+        self,
+        messages: Messages,
+        *,
+        tools: Tools | None = None,
+        settings: GenerationSettings | None = None,
+        cancel: CancelToken | None = None,
+    ) -> ChatResult:
+        for _ in self.stream(messages, tools=tools, settings=settings, cancel=cancel):
+            pass
+        assert self.last_result is not None
+        return self.last_result
+
+    def stream(
+        self,
+        messages: Messages,
+        *,
+        tools: Tools | None = None,
+        settings: GenerationSettings | None = None,
+        cancel: CancelToken | None = None,
+    ) -> Iterator[str]:
+        """Yield text deltas; afterwards ``last_result`` holds the full :class:`ChatResult`."""
+        from localqwen.runtime.engine.messages import check_messages
+
+        check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
+        self.last_result = None
+        yield from self._stream(messages, tools or None, settings or GenerationSettings(), cancel)
+
+    def chat_batch(
+        self,
+        conversations: list[Messages],
+        *,
+        settings: GenerationSettings | None = None,
+        cancel: CancelToken | None = None,
+    ) -> list[ChatResult]:
+        """Answer several conversations. Backends that can batch for real override this."""
+        return [self.chat(messages, settings=settings, cancel=cancel) for messages in conversations]
+
+    def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Free the model. Safe to call twice."""
+
+    # -- for subclasses -------------------------------------------------------------------
+    def _stream(
+        self,
+        messages: Messages,
+        tools: Tools | None,
+        settings: GenerationSettings,
+        cancel: CancelToken | None,
+    ) -> Iterator[str]:
+        raise NotImplementedError
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.model_id!r} backend={self.backend}>"

