@@ -27,10 +27,11 @@ def rrf(rankings: Sequence[Sequence[int]], *, weights: Sequence[float] | None = 
 
 def convex(candidates, bm25_scores, dense_scores, *, alpha: float = 0.5,
            limit: int | None = None) -> list[tuple[int, float]]:
-    """Mix min-max-normalised full score arrays over the candidate rows."""
+    """Mix min-max-normalised full score arrays over the candidate rows (any iterable of row ids)."""
     import numpy as np
 
-    rows = np.fromiter(sorted({int(c) for c in candidates}), dtype=np.int64)
+    rows = np.unique(np.fromiter((int(c) for c in candidates), dtype=np.int64)) if not isinstance(
+        candidates, np.ndarray) else np.unique(candidates)
     if rows.size == 0:
         return []
 
@@ -41,5 +42,6 @@ def convex(candidates, bm25_scores, dense_scores, *, alpha: float = 0.5,
 
     fused = alpha * normalise(dense_scores) + (1 - alpha) * normalise(bm25_scores)
     order = np.lexsort((rows, -fused))
-    ranked = [(int(rows[i]), float(fused[i])) for i in order]
-    return ranked[:limit] if limit else ranked
+    if limit:
+        order = order[:limit]
+    return list(zip(rows[order].tolist(), fused[order].tolist(), strict=True))

@@ -365,8 +365,10 @@ class KnowledgeBase:
             from localqwen.retrieval.rerank import get_reranker
 
             name = rerank if isinstance(rerank, str) else _configured_reranker(self.manager.services)
-            if name:
-                reranker = get_reranker(name)
+            if not name:
+                raise KnowledgeBaseError("rerank is on but no cross-encoder is configured: set [plugins.rag] "
+                                         "reranker to a folder or hub id (e.g. BAAI/bge-reranker-base)")
+            reranker = get_reranker(name)
         return snapshot.search(query, vector, k=k, mode=mode, reranker=reranker)
 
 
