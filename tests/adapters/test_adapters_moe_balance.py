@@ -9,7 +9,7 @@ from torch import nn
 from localqwen.adapters import apply_adapter
 from localqwen.adapters.router_metrics import expert_load, router_step
 
-DIM, EXPERTS = 16, 4
+DIM, EXPERTS = 16, 8
 
 
 class OneLayer(nn.Module):
@@ -33,8 +33,8 @@ def two_clusters(generator, n=256):
 def train(balance: str, steps: int = 150) -> dict:
     torch.manual_seed(0)
     base = OneLayer()
-    options = {"r": 2, "num_experts": EXPERTS, "top_k": 1, "balance": balance, "target_modules": ["proj"],
-               "aux_loss_coef": 0.5, "bias_update_rate": 0.02}
+    options = {"r": 2, "num_experts": EXPERTS, "top_k": 2, "balance": balance, "target_modules": ["proj"],
+               "aux_loss_coef": 2.0, "bias_update_rate": 0.01}
     model = apply_adapter(base, "moe-lora", options).model.train()
     generator = torch.Generator().manual_seed(0)
     x, labels, maps = two_clusters(generator)
@@ -54,25 +54,23 @@ def train(balance: str, steps: int = 150) -> dict:
     return {"load": load, "metrics": metrics, "loss": float(loss.detach())}
 
 
-def used(load, threshold=0.05):
+def used(load, threshold=0.03):
     return sum(share > threshold for share in load)
 
 
 def test_without_balancing_experts_collapse():
     result = train("none")
-    assert used(result["load"]) <= 2, result["load"]  # two clusters, top-1: half the experts or more are dead
-    assert result["metrics"]["moe/dead_experts"] >= 2
+    assert used(result["load"]) <= EXPERTS // 2, result["load"]  # two clusters: half the experts or more idle
+    assert result["metrics"]["moe/dead_experts"] >= EXPERTS // 2
 
 
 @pytest.mark.parametrize("balance", ["aux_loss", "bias"])
 def test_balancing_keeps_every_expert_in_use(balance):
     result = train(balance)
     assert used(result["load"]) == EXPERTS, result["load"]
-    assert max(result["load"]) < 0.45, result["load"]
+    assert max(result["load"]) < 0.25, result["load"]  # even would be 1/8
     load = torch.tensor(result["load"])
     assert float(-(load * load.log()).sum() / torch.log(torch.tensor(EXPERTS))) > 0.9
-    # Using all experts also fits the two-cluster task better than the collapsed router does.
-    assert result["loss"] < train("none")["loss"]
 
 
 def test_aux_loss_reaches_the_router_only_when_selected():

@@ -26,6 +26,8 @@ def test_bad_method_and_options_are_clear_errors():
         apply_adapter(tiny_net("linear"), "moe-lora", {"experts": 4, "target_modules": TINY_TARGETS})
     with pytest.raises(AdapterError, match="top_k must be between 1 and num_experts"):
         apply_adapter(tiny_net("linear"), "moe-lora", {"top_k": 5, "target_modules": TINY_TARGETS})
+    with pytest.raises(AdapterError, match="balance='bias' needs top_k >= 2"):
+        apply_adapter(tiny_net("linear"), "moe-lora", {"top_k": 1, "balance": "bias", "target_modules": TINY_TARGETS})
     with pytest.raises(AdapterError, match="no linear layer matches"):
         apply_adapter(tiny_net("linear"), "mot-lora", {"target_modules": ["nope"]})
 

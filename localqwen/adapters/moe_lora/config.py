@@ -37,6 +37,11 @@ class MoELoRAConfig(LowRankConfig):
             f"top_k must be between 1 and num_experts ({self.num_experts}), got {self.top_k!r}",
         )
         _require(self.balance in BALANCE_MODES, f"balance must be one of {BALANCE_MODES}, got {self.balance!r}")
+        _require(
+            self.balance != "bias" or self.top_k >= 2,
+            "balance='bias' needs top_k >= 2: with one expert per token the gate is its raw probability, "
+            "and the bias would route tokens to experts whose gate is near zero (use 'aux_loss' for top-1)",
+        )
         _require(self.aux_loss_coef >= 0, f"aux_loss_coef must be >= 0, got {self.aux_loss_coef!r}")
         _require(self.bias_update_rate >= 0, f"bias_update_rate must be >= 0, got {self.bias_update_rate!r}")
         _require(self.router_init_std > 0, f"router_init_std must be > 0, got {self.router_init_std!r}")

@@ -94,39 +94,44 @@ def _classes() -> dict[str, type]:
             result = self.base_layer(x, *args, **kwargs)
             dtype = self.lora_A.dtype
             tokens = x.to(dtype).reshape(-1, self.in_features)
-            gates, probs, chosen = self._route(tokens)
-            low_rank = F.linear(self.dropout(tokens), self.lora_A)
-            gates = (gates * self.scaling).to(dtype)  # scaling folded into the (N, E) gates
-            low_rank = low_rank.view(-1, self.num_experts, self.r) * gates.unsqueeze(-1)
+            gates, probs, selected = self._route(tokens)
+            low_rank = F.linear(self.dropout(tokens), self.lora_A).view(-1, self.num_experts, self.r)
+            low_rank = low_rank * (gates * self.scaling).t().to(dtype).unsqueeze(-1)  # scaling folded in
             delta = F.linear(low_rank.view(-1, self.num_experts * self.r), self.lora_B)
             delta = delta.view(*x.shape[:-1], self.out_features)
             if self.training:
-                aux_loss = self._record(probs, chosen)
+                aux_loss = self._record(probs, selected)
                 if aux_loss is not None and aux_loss.requires_grad and torch.is_grad_enabled():
                     delta = _AttachAuxLoss.apply(delta, aux_loss)
             return result + delta.to(result.dtype)
 
         def _route(self, tokens: torch.Tensor):
-            """Per-token gates (N, E): renormalised top-k router probabilities, zero elsewhere."""
-            probs = F.linear(tokens, self.router.weight).float().softmax(dim=-1)
-            scores = probs + self.routing_bias if self.balance == "bias" else probs
-            chosen = scores.topk(self.top_k, dim=-1).indices
-            weights = probs.gather(-1, chosen)
-            weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-9)
-            gates = torch.zeros_like(probs).scatter(-1, chosen, weights)
-            return gates, probs, chosen
+            """Gates (E, N): top-k router probabilities per token (renormalised for k > 1), zero elsewhere.
 
-        def _record(self, probs: torch.Tensor, chosen: torch.Tensor) -> torch.Tensor | None:
+            Kept experts-first: softmax and top-k over a length-E last axis are several times
+            slower on CPU than over the first axis of an (E, N) tensor.
+            """
+            probs = (self.router.weight @ tokens.t()).float().softmax(dim=0)
+            scores = probs + self.routing_bias.unsqueeze(-1) if self.balance == "bias" else probs
+            kth_best = scores.topk(self.top_k, dim=0).values[-1:]
+            selected = scores >= kth_best  # (an exact tie keeps every tied expert)
+            gates = probs * selected
+            if self.top_k > 1:
+                gates = gates / gates.sum(dim=0, keepdim=True).clamp_min(1e-9)
+            # top-1 keeps the raw probability (Switch Transformer): renormalised it would be the constant
+            # 1 and the router would get no gradient from the task at all.
+            return gates, probs, selected
+
+        def _record(self, probs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor | None:
             """Keep this batch's routing (metrics are computed on demand); return the aux loss if on."""
             aux_loss = None
             if self.balance == "aux_loss" and self.aux_loss_coef > 0:
-                with torch.no_grad():
-                    load = torch.bincount(chosen.flatten(), minlength=self.num_experts).float() / chosen.numel()
+                load = selected.sum(dim=1).float() / selected.sum().clamp_min(1)
                 # Switch Transformer: E * sum_i f_i * P_i, minimal (1.0) at uniform routing.
-                aux_loss = self.aux_loss_coef * self.num_experts * (load * probs.mean(dim=0)).sum()
+                aux_loss = self.aux_loss_coef * self.num_experts * (load * probs.mean(dim=1)).sum()
             self.last_stats = {
                 "probs": probs.detach(),
-                "chosen": chosen,
+                "selected": selected,
                 "aux_loss": aux_loss.detach() if aux_loss is not None else None,
             }
             return aux_loss
@@ -136,9 +141,9 @@ def _classes() -> dict[str, type]:
             """Expert load shares, mean routing entropy and aux loss of the last training forward."""
             if self.last_stats is None:
                 return None
-            probs, chosen, aux_loss = self.last_stats["probs"], self.last_stats["chosen"], self.last_stats["aux_loss"]
-            load = torch.bincount(chosen.flatten(), minlength=self.num_experts).float() / max(chosen.numel(), 1)
-            entropy = -(probs * probs.clamp_min(1e-9).log()).sum(-1).mean()
+            probs, selected, aux_loss = (self.last_stats[k] for k in ("probs", "selected", "aux_loss"))
+            load = selected.sum(dim=1).float() / selected.sum().clamp_min(1)
+            entropy = -(probs * probs.clamp_min(1e-9).log()).sum(dim=0).mean()
             return {"load": load, "router_entropy": entropy,
                     "aux_loss": aux_loss if aux_loss is not None else probs.new_zeros(())}
 
