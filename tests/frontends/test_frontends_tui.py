@@ -38,6 +38,12 @@ async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
         await pilot.pause(0.05)
 
 
+async def home_ready(pilot, app) -> None:
+    """The home screen paints from metadata first; wait until the plugins are loaded."""
+    await wait_for(pilot, lambda: getattr(app.screen, "plugins", None) is not None
+                   and app.screen.query(".action-button"))
+
+
 @pytest.fixture
 def app(frontend_plugins, monkeypatch):
     monkeypatch.setenv("LANG", "en_US.UTF-8")
@@ -47,7 +53,7 @@ def app(frontend_plugins, monkeypatch):
 @async_test
 async def test_home_lists_plugins_and_failures(app):
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.pause()
+        await home_ready(pilot, app)
         assert app.screen.query_one("#action-testplug-echo")
         assert app.screen.query_one("#action-showcase-everything")
         failures = {w.id for w in app.screen.query(".plugin-failure")}
@@ -59,6 +65,7 @@ async def test_home_lists_plugins_and_failures(app):
 @async_test
 async def test_fill_form_run_and_see_streamed_output(app):
     async with app.run_test(size=SIZE) as pilot:
+        await home_ready(pilot, app)
         await pilot.click("#action-testplug-echo")
         await pilot.pause()
         screen = app.screen
@@ -90,6 +97,7 @@ async def test_fill_form_run_and_see_streamed_output(app):
 @async_test
 async def test_cancel_really_stops_the_work(app):
     async with app.run_test(size=SIZE) as pilot:
+        await home_ready(pilot, app)
         await pilot.click("#action-testplug-slow")
         await pilot.pause()
         screen = app.screen
@@ -171,6 +179,7 @@ async def test_job_survives_closing_the_view_and_jobs_screen_reopens_it(app):
 @async_test
 async def test_bespoke_view_and_command_palette(app):
     async with app.run_test(size=SIZE) as pilot:
+        await home_ready(pilot, app)
         await pilot.click("#view-showcase")
         await pilot.pause()
         assert app.screen.query_one("#showcase-bespoke")
@@ -236,7 +245,7 @@ async def test_language_switch_applies_at_once_and_is_saved(app):
         assert app.bench.config.app.language == "zh"
         assert 'language = "zh"' in app.bench.paths.config_file.read_text(encoding="utf-8")
         await pilot.press("f1")
-        await pilot.pause(0.3)
+        await home_ready(pilot, app)
         assert "插件" in str(app.screen.query(".section-title").first().render())
         descriptions = {b.binding.description for b in app.active_bindings.values() if b.binding.id == "nav.jobs"}
         assert descriptions == {"任务"}

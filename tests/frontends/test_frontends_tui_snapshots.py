@@ -81,7 +81,8 @@ def test_main_screens_match_snapshots(snapshot_app):
         app = snapshot_app()
         shots: dict[str, str] = {}
         async with app.run_test(size=SIZE) as pilot:
-            await pilot.pause(0.2)
+            while getattr(app.screen, "plugins", None) is None:
+                await pilot.pause(0.05)
             shots["home"] = await stable_screenshot(app, pilot)
             app.open_action(app.bench.host.get("testplug"), "echo")
             await pilot.pause(0.2)

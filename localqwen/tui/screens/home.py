@@ -3,48 +3,82 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Header, Label, Static
 
 from localqwen.frontend_hooks import view_hook
 from localqwen.i18n import t
+from localqwen.plugin_api import Plugin
 from localqwen.tui.screens.base import BaseScreen
 
 
 class HomeScreen(BaseScreen):
+    """Paints at once from entry-point metadata, then imports the plugins in a worker thread
+    (importing them can take seconds) and fills in their actions."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plugins: list[Plugin] | None = None
+
     def compose(self) -> ComposeResult:
-        app = self.app
-        host = app.bench.host  # type: ignore[attr-defined]
-        plugins = host.load_all()
+        host = self.app.bench.host  # type: ignore[attr-defined]
         yield Header()
         with VerticalScroll(id="home"):
             yield Static(t("home.intro"), id="home-intro")
-            yield Label(t("home.plugins", count=len(plugins)), classes="section-title")
-            if not plugins:
-                yield Static(t("home.no_plugins"), classes="muted")
-            for plugin in plugins:
-                with Vertical(classes="plugin-card", id=f"plugin-{plugin.id}"):
-                    yield Label(Text(plugin.title, style="bold"), classes="plugin-title")
-                    if plugin.description:
-                        yield Static(plugin.description, classes="plugin-description")
-                    with Horizontal(classes="plugin-actions"):
-                        for item in plugin.actions():
-                            yield Button(item.title, id=f"action-{plugin.id}-{item.id}", classes="action-button",
-                                         tooltip=item.description or None)
-                        hook, problem = view_hook(plugin, "tui")
-                        if hook is not None:
-                            yield Button(t("home.custom_view"), id=f"view-{plugin.id}", classes="view-button",
-                                         variant="primary")
-                    if problem:
-                        yield Static(t("home.custom_view_failed", error=problem), classes="warning")
-            if host.failures:
-                yield Label(t("home.failed", count=len(host.failures)), classes="section-title failed-title")
-                for failure in sorted(host.failures.values(), key=lambda f: f.name):
-                    yield Static(Text.assemble(("✗ ", "red"), (failure.name, "bold"), f": {failure.reason}"),
-                                 classes="plugin-failure", id=f"failure-{failure.name}")
+            if self.plugins is None:
+                available = host.available()
+                yield Label(t("home.plugins", count=len(available)), classes="section-title")
+                for info in available:
+                    with Vertical(classes="plugin-card loading"):
+                        yield Label(Text(info.name, style="bold"), classes="plugin-title")
+                        yield Static(t("home.loading"), classes="muted")
+            else:
+                yield from self._plugin_cards(self.plugins)
+                yield from self._failures()
         yield Footer()
+
+    def on_mount(self) -> None:
+        if self.plugins is None:
+            self._load_plugins()
+
+    @work(thread=True, exclusive=True, group="load-plugins")
+    def _load_plugins(self) -> None:
+        plugins = self.app.bench.host.load_all()  # type: ignore[attr-defined]
+        self.app.call_from_thread(self._show_plugins, plugins)
+
+    def _show_plugins(self, plugins: list[Plugin]) -> None:
+        self.plugins = plugins
+        self.refresh(recompose=True)
+
+    def _plugin_cards(self, plugins: list[Plugin]) -> ComposeResult:
+        yield Label(t("home.plugins", count=len(plugins)), classes="section-title")
+        if not plugins:
+            yield Static(t("home.no_plugins"), classes="muted")
+        for plugin in plugins:
+            with Vertical(classes="plugin-card", id=f"plugin-{plugin.id}"):
+                yield Label(Text(plugin.title, style="bold"), classes="plugin-title")
+                if plugin.description:
+                    yield Static(plugin.description, classes="plugin-description")
+                with Horizontal(classes="plugin-actions"):
+                    for item in plugin.actions():
+                        yield Button(item.title, id=f"action-{plugin.id}-{item.id}", classes="action-button",
+                                     tooltip=item.description or None)
+                    hook, problem = view_hook(plugin, "tui")
+                    if hook is not None:
+                        yield Button(t("home.custom_view"), id=f"view-{plugin.id}", classes="view-button",
+                                     variant="primary")
+                if problem:
+                    yield Static(t("home.custom_view_failed", error=problem), classes="warning")
+
+    def _failures(self) -> ComposeResult:
+        failures = self.app.bench.host.failures  # type: ignore[attr-defined]
+        if failures:
+            yield Label(t("home.failed", count=len(failures)), classes="section-title failed-title")
+            for failure in sorted(failures.values(), key=lambda f: f.name):
+                yield Static(Text.assemble(("✗ ", "red"), (failure.name, "bold"), f": {failure.reason}"),
+                             classes="plugin-failure", id=f"failure-{failure.name}")
 
     @on(Button.Pressed, ".action-button")
     def _open_action(self, event: Button.Pressed) -> None:

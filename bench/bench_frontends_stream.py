@@ -1,0 +1,147 @@
+"""Streaming throughput with a UI attached / headless, on the same work in the same run (goal >= 0.95).
+
+1. Chat on the tiny Qwen3 (built locally, real transformers engine, greedy): tokens per second
+   when the answer streams into the TUI chat view (headless Textual pilot) and through the web
+   chat handler, divided by the engine's own streaming rate.
+2. A text-generating plugin action (the frontend tests' ``showcase generate``, no model): deltas
+   per second rendered by the TUI action view / consumed headless through ``run_action``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "tests" / "frontends" / "support")]
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+MAX_TOKENS = int(os.environ.get("BENCH_TOKENS", "300"))
+PLUGIN_TOKENS = int(os.environ.get("BENCH_PLUGIN_TOKENS", "20000"))
+PROMPT = [{"role": "user", "content": "Tell me a long story about a lighthouse keeper."}]
+
+
+def _engine(folder: Path):
+    from localqwen.runtime.engine import load_engine
+    from localqwen.testing.tiny_models import build_tiny_qwen3
+
+    return load_engine(build_tiny_qwen3(folder / "tiny"), backend="transformers")
+
+
+def _settings():
+    from localqwen.runtime.engine import GenerationSettings
+
+    return GenerationSettings(max_new_tokens=MAX_TOKENS)
+
+
+def headless_rate(engine) -> tuple[float, int]:
+    start = time.perf_counter()
+    for _ in engine.stream(PROMPT, settings=_settings()):
+        pass
+    tokens = engine.last_result.completion_tokens
+    return tokens / (time.perf_counter() - start), tokens
+
+
+def tui_chat_rate(engine) -> float:
+    from localqwen.app import Workbench
+    from localqwen.tui.app import LocalQwenApp
+
+    app = LocalQwenApp(Workbench.create())
+    app.chat._engine_factory = lambda task: engine
+    settings = _settings()
+
+    async def scenario() -> float:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.switch_mode("chat")
+            await pilot.pause()
+            screen = app.screen
+            original = app.chat.send
+            app.chat.send = lambda *a, **k: original(*a, **{**k, "settings": settings})
+            screen.query_one("#chat-input").value = PROMPT[0]["content"]
+            start = time.perf_counter()
+            await screen.action_send()
+            while screen.busy:
+                await pilot.pause(0.005)
+            elapsed = time.perf_counter() - start
+            return engine.last_result.completion_tokens / elapsed
+
+    return asyncio.run(scenario())
+
+
+def web_chat_rate(engine) -> float:
+    from localqwen.app import Workbench
+    from localqwen.web.app import build_web_app
+
+    web = build_web_app(Workbench.create())
+    web.chat.controller._engine_factory = lambda task: engine
+    original = web.chat.controller.send
+    web.chat.controller.send = lambda *a, **k: original(*a, **{**k, "settings": _settings()})
+    session = web.chat.controller.history.create_session()
+    start = time.perf_counter()
+    for _ in web.chat.send({"text": PROMPT[0]["content"], "files": []}, session):
+        pass
+    return engine.last_result.completion_tokens / (time.perf_counter() - start)
+
+
+def plugin_rates() -> tuple[float, float]:
+    from lqf_showcase.plugin import ShowcasePlugin
+
+    from localqwen.app import Workbench
+    from localqwen.plugin_api import PluginHost
+
+    host = PluginHost(use_entry_points=False)
+    host.add(ShowcasePlugin)
+    bench = Workbench.create(host=host)
+    start = time.perf_counter()
+    for _ in bench.run("showcase", "generate", {"tokens": PLUGIN_TOKENS}):
+        pass
+    headless = PLUGIN_TOKENS / (time.perf_counter() - start)
+
+    from localqwen.tui.app import LocalQwenApp
+
+    app = LocalQwenApp(bench)
+
+    async def scenario() -> float:
+        async with app.run_test(size=(120, 40)) as pilot:
+            app.open_action(host.get("showcase"), "generate")
+            await pilot.pause()
+            screen = app.screen
+            screen.form_view.set_value("tokens", PLUGIN_TOKENS)
+            start = time.perf_counter()
+            await screen.action_run()
+            while screen.event_view.done is None:
+                await pilot.pause(0.005)
+            return PLUGIN_TOKENS / (time.perf_counter() - start)
+
+    return asyncio.run(scenario()), headless
+
+
+def main() -> dict[str, float]:
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as home:
+        os.environ["LOCALQWEN_HOME"] = home
+        engine = _engine(Path(home))
+        headless_rate(engine)  # warm-up
+        base, tokens = headless_rate(engine)
+        tui = tui_chat_rate(engine)
+        web = web_chat_rate(engine)
+        again, _ = headless_rate(engine)
+        base = (base + again) / 2
+        print(f"tiny Qwen3, {tokens} tokens: headless {base:.0f} tok/s, TUI chat {tui:.0f} tok/s, "
+              f"web chat handler {web:.0f} tok/s")
+        results["chat_tui_over_headless"] = tui / base
+        results["chat_web_over_headless"] = web / base
+        plugin_tui, plugin_headless = plugin_rates()
+        print(f"plugin text stream, {PLUGIN_TOKENS} deltas: headless {plugin_headless:.0f}/s, "
+              f"TUI action view {plugin_tui:.0f}/s")
+        results["plugin_tui_over_headless"] = plugin_tui / plugin_headless
+    for name, ratio in results.items():
+        print(f"{name}: {ratio:.2f} (goal >= 0.95)")
+    return results
+
+
+if __name__ == "__main__":
+    main()
