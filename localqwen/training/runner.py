@@ -120,6 +120,15 @@ def resolve_train_source(config: JobConfig) -> Path | str:
     return config.resolve(config.data.train)  # type: ignore[return-value]
 
 
+def sibling_eval_file(train: Path) -> Path | None:
+    """A generator's held-out file beside its train file (train.jsonl -> eval.jsonl, x_train -> x_test)."""
+    for word in ("eval", "test", "validation"):
+        candidate = train.with_name(train.name.replace("train", word))
+        if candidate != train and candidate.exists():
+            return candidate
+    return None
+
+
 def prepare_data(config: JobConfig, count_tokens: Callable[[dict[str, Any]], int] | None, emit: EventSink) -> PreparedData:
     objective = config.training.objective
     train_source = resolve_train_source(config)
@@ -128,8 +137,8 @@ def prepare_data(config: JobConfig, count_tokens: Callable[[dict[str, Any]], int
     eval_source: Path | None = None
     if config.data.eval:
         eval_source = config.resolve(config.data.eval)
-    elif config.data.source is not None and isinstance(train_source, Path) and (train_source.parent / "eval.jsonl").exists():
-        eval_source = train_source.parent / "eval.jsonl"
+    elif config.data.source is not None and isinstance(train_source, Path):
+        eval_source = sibling_eval_file(train_source)
     if eval_source is not None:
         eval_rows = read_rows(eval_source)
     elif config.data.eval_fraction > 0:

@@ -1,0 +1,84 @@
+"""The trainer wizard plugin: every step through the same API the CLI, TUI and web view use."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from localqwen.app import Workbench
+from localqwen.plugin_api import events as ev
+from localqwen.training.config import load_job_config
+
+
+def _run(bench, action, **values):
+    events = list(bench.run("trainer", action, values))
+    done = events[-1]
+    assert isinstance(done, ev.Done)
+    return events, done
+
+
+def _rows(n):
+    return [{"messages": [{"role": "user", "content": f"Say the word number {i % 3}."},
+                          {"role": "assistant", "content": ["zero", "one", "two"][i % 3]}]} for i in range(n)]
+
+
+@pytest.mark.slow
+def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_path, tiny_qwen3_path):
+    bench = Workbench.create()
+    data = tmp_path / "train.jsonl"
+    rows = _rows(40)
+    rows[5]["messages"][-1]["content"] = ""  # reported by number, skipped in training
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    events, done = _run(bench, "model", model=str(tiny_qwen3_path))
+    assert done.status == "ok" and done.result["next_step"] == "data"
+    plan = next(e for e in events if isinstance(e, ev.Table) and e.title == "Device plan")
+    assert ["device", "cpu"] in plan.rows and any(r[0] == "suggested method" for r in plan.rows)
+
+    _events, done = _run(bench, "method", method="lora")
+    assert done.status == "failed" and "do the step(s) data first" in done.summary
+
+    events, done = _run(bench, "data", file=str(data), eval_fraction=0.2, preview=3)
+    assert done.status == "ok"
+    problems = next(e for e in events if isinstance(e, ev.Table) and e.title == "Rows with problems")
+    assert problems.rows == [[6, "empty answer (assistant message 2)"]]
+    preview = next(e for e in events if isinstance(e, ev.Table) and e.title == "Preview")
+    assert len(preview.rows) == 3 and preview.rows[0][3] == "zero"
+    assert any(isinstance(e, ev.Table) and e.rows[0][:1] == ["synthetic-shapes"] for e in events)
+
+    _run(bench, "method", method="lora", rank=4)
+    events, done = _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=8, max_length=64)
+    assert done.status == "ok", done.summary
+    assert any(isinstance(e, ev.Table) and e.title == "Memory estimate (GiB)" for e in events)
+    written = next(e for e in events if isinstance(e, ev.FileWritten))
+    config = load_job_config(written.path)  # what `localqwen train CONFIG` reruns
+    assert config.method.name == "lora" and config.training.max_steps == 8 and config.data.eval_fraction == 0.2
+
+    # Going back keeps values but asks for the later steps again.
+    _events, done = _run(bench, "back", step="method")
+    assert done.result["next_step"] == "method"
+    _events, done = _run(bench, "run")
+    assert done.status == "failed" and "method, hyperparameters" in done.summary
+    _run(bench, "method", method="lora", rank=4)
+    _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=8, max_length=64)
+
+    events, done = _run(bench, "run")
+    assert done.status == "ok", done.summary
+    metrics = [e for e in events if isinstance(e, ev.Metric) and "loss" in e.values]
+    assert [m.step for m in metrics] == list(range(1, 9))
+    assert any(isinstance(e, ev.Progress) and e.eta_s is not None for e in events)
+    assert any(isinstance(e, ev.Image) for e in events)
+
+    events, done = _run(bench, "evaluate", compare_rows=2, max_rows=8, max_new_tokens=4, merge=True, export_gguf=True)
+    assert done.status == "ok", done.summary
+    assert "eval_loss" in done.result and "exact_match" in done.result
+    compare = next(e for e in events if isinstance(e, ev.Table) and e.title == "Base vs tuned")
+    assert compare.columns == ["prompt", "expected", "base", "tuned"] and len(compare.rows) == 2
+    assert (Path(done.result["merged"]) / "model.safetensors").exists()
+    # No llama.cpp converter on this machine: a clear warning, not a crash.
+    assert any(isinstance(e, ev.Warning) and "LLAMA_CPP_DIR" in e.message for e in events)
+
+    _events, done = _run(bench, "status")
+    assert done.result["next_step"] is None
