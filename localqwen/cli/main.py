@@ -19,6 +19,9 @@ COMMAND_MODULES = [
     "localqwen.cli.web_cmd",
     "localqwen.cli.coco_cmd",
     "localqwen.cli.train_cmd",
+    "localqwen.cli.doctor_cmd",
+    "localqwen.cli.models_cmd",
+    "localqwen.cli.dev_cmd",
 ]
 
 app = typer.Typer(

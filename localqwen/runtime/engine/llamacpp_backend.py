@@ -65,7 +65,7 @@ class LlamaCppEngine(Engine):
         self.llm = Llama(
             model_path=str(self.path),
             n_ctx=n_ctx,
-            n_threads=n_threads or max(1, (os.cpu_count() or 2)),
+            n_threads=n_threads or max(1, (os.cpu_count() or 2) // 2),  # llama.cpp default: physical cores
             n_gpu_layers=n_gpu_layers,
             chat_handler=handler,
             verbose=False,
