@@ -84,3 +84,23 @@ def test_aux_loss_reaches_the_router_only_when_selected():
         grads[balance] = model.proj.router.weight.grad
     assert grads["aux_loss"] is not None and grads["aux_loss"].abs().sum() > 0
     assert grads["none"] is None or grads["none"].abs().sum() == 0
+
+
+def test_injected_aux_gradient_equals_the_switch_loss_gradient():
+    x = torch.randn(64, DIM, generator=torch.Generator().manual_seed(3))
+    options = {"num_experts": 4, "top_k": 2, "target_modules": ["proj"], "aux_loss_coef": 0.1}
+    routers = {}
+    for balance in ("aux_loss", "none"):
+        torch.manual_seed(0)
+        model = apply_adapter(OneLayer(), "moe-lora", {**options, "balance": balance}).model.train()
+        with torch.no_grad():
+            model.proj.lora_B.normal_()  # the task loss reaches the router too
+        loss = model(x).square().mean()
+        if balance == "none":  # the Switch loss written out, differentiated by autograd
+            probs = (model.proj.router.weight @ x.t()).softmax(dim=0)
+            selected = probs >= probs.topk(2, dim=0).values[-1:]
+            load = selected.sum(dim=1) / selected.sum()
+            loss = loss + 0.1 * 4 * (load * probs.mean(dim=1)).sum()
+        loss.backward()
+        routers[balance] = model.proj.router.weight.grad
+    torch.testing.assert_close(routers["aux_loss"], routers["none"], atol=1e-6, rtol=1e-5)

@@ -40,22 +40,26 @@ def _classes() -> dict[str, type]:
 
     from localqwen.adapters.targets import adapter_device
 
-    class _AttachAuxLoss(torch.autograd.Function):
-        """Returns ``output`` unchanged; in backward, feeds gradient 1 to ``aux_loss``.
+    class _AuxLossGradient(torch.autograd.Function):
+        """Returns ``output`` unchanged; in backward adds the Switch aux loss's gradient to ``probs``.
 
-        This adds the balancing loss's gradient to whatever loss is backpropagated through the
-        layer output, so the trainer needs no extra code and it also works under (re-entrant or
-        not) gradient checkpointing, where a loss stored on the side would have no graph.
+        The loss ``c * E * sum_i f_i * mean_n p_in`` (f = load shares, not differentiable) has the
+        constant gradient ``c * E * f_i / N`` with respect to ``p_in``, so it is injected directly:
+        whatever loss is backpropagated through the layer output gets the balancing term, the
+        trainer needs no extra code, it works under (re-entrant or not) gradient checkpointing where
+        a loss stored on the side would have no graph, and it costs one node instead of a subgraph.
         """
 
         @staticmethod
-        def forward(ctx, output, aux_loss):
-            ctx.aux_dtype, ctx.aux_device = aux_loss.dtype, aux_loss.device
+        def forward(ctx, output, probs, grad_scale):
+            ctx.save_for_backward(grad_scale)
+            ctx.probs_shape = probs.shape
             return output
 
         @staticmethod
         def backward(ctx, grad_output):
-            return grad_output, torch.ones((), dtype=ctx.aux_dtype, device=ctx.aux_device)
+            (grad_scale,) = ctx.saved_tensors
+            return grad_output, grad_scale.expand(ctx.probs_shape), None
 
     class MoELoRALinear(nn.Module):
         """``base(x) + scaling * sum_{e in topk(x)} w_e(x) * B_e A_e dropout(x)``.
@@ -100,9 +104,11 @@ def _classes() -> dict[str, type]:
             delta = F.linear(low_rank.view(-1, self.num_experts * self.r), self.lora_B)
             delta = delta.view(*x.shape[:-1], self.out_features)
             if self.training:
-                aux_loss = self._record(probs, selected)
-                if aux_loss is not None and aux_loss.requires_grad and torch.is_grad_enabled():
-                    delta = _AttachAuxLoss.apply(delta, aux_loss)
+                self.last_stats = {"probs": probs.detach(), "selected": selected}
+                if self.balance == "aux_loss" and self.aux_loss_coef > 0 and probs.requires_grad:
+                    load = selected.sum(dim=1, keepdim=True) / selected.sum()
+                    grad_scale = load * (self.aux_loss_coef * self.num_experts / probs.shape[1])
+                    delta = _AuxLossGradient.apply(delta, probs, grad_scale)
             return result + delta.to(result.dtype)
 
         def _route(self, tokens: torch.Tensor):
@@ -122,30 +128,19 @@ def _classes() -> dict[str, type]:
             # 1 and the router would get no gradient from the task at all.
             return gates, probs, selected
 
-        def _record(self, probs: torch.Tensor, selected: torch.Tensor) -> torch.Tensor | None:
-            """Keep this batch's routing (metrics are computed on demand); return the aux loss if on."""
-            aux_loss = None
-            if self.balance == "aux_loss" and self.aux_loss_coef > 0:
-                load = selected.sum(dim=1).float() / selected.sum().clamp_min(1)
-                # Switch Transformer: E * sum_i f_i * P_i, minimal (1.0) at uniform routing.
-                aux_loss = self.aux_loss_coef * self.num_experts * (load * probs.mean(dim=1)).sum()
-            self.last_stats = {
-                "probs": probs.detach(),
-                "selected": selected,
-                "aux_loss": aux_loss.detach() if aux_loss is not None else None,
-            }
-            return aux_loss
-
         @torch.no_grad()
         def routing_stats(self) -> dict[str, torch.Tensor] | None:
             """Expert load shares, mean routing entropy and aux loss of the last training forward."""
             if self.last_stats is None:
                 return None
-            probs, selected, aux_loss = (self.last_stats[k] for k in ("probs", "selected", "aux_loss"))
+            probs, selected = self.last_stats["probs"], self.last_stats["selected"]
             load = selected.sum(dim=1).float() / selected.sum().clamp_min(1)
             entropy = -(probs * probs.clamp_min(1e-9).log()).sum(dim=0).mean()
-            return {"load": load, "router_entropy": entropy,
-                    "aux_loss": aux_loss if aux_loss is not None else probs.new_zeros(())}
+            aux_loss = probs.new_zeros(())
+            if self.balance == "aux_loss":
+                # Switch Transformer: c * E * sum_i f_i * P_i (c * 1.0 at perfectly even routing).
+                aux_loss = self.aux_loss_coef * self.num_experts * (load * probs.mean(dim=1)).sum()
+            return {"load": load, "router_entropy": entropy, "aux_loss": aux_loss}
 
         @torch.no_grad()
         def update_routing_bias(self) -> None:
