@@ -29,45 +29,47 @@ class NotCachedOfflineError(DownloadError):
 
 
 class _ByteCounter:
-    """Sums bytes across files (downloads run in parallel threads)."""
+    """Sums bytes over progress sources (files or the hub's aggregate bar), thread-safe."""
 
     def __init__(self, progress: ProgressFn | None, cancel: CancelToken | None, label: str) -> None:
         self.progress = progress
         self.cancel = cancel
         self.label = label
-        self.done = 0.0
-        self.total = 0.0
+        self._sources: dict[int, tuple[float, float]] = {}
         self._lock = threading.Lock()
 
-    def add_total(self, size: float) -> None:
-        with self._lock:
-            self.total += size or 0
-
-    def add(self, size: float, name: str = "") -> None:
+    def set(self, source: int, done: float, total: float | None, name: str = "") -> None:
         if self.cancel is not None:
             self.cancel.raise_if_cancelled()  # interrupts the hub; the next run resumes
         with self._lock:
-            self.done += size
-            done, total = self.done, self.total
+            self._sources[source] = (done, total or 0.0)
+            done_sum = sum(d for d, _ in self._sources.values())
+            total_sum = sum(t for _, t in self._sources.values())
         if self.progress is not None:
-            self.progress(done, total or None, f"{self.label} {name}".strip())
+            self.progress(done_sum, total_sum or None, f"{self.label} {name}".strip())
 
 
 def _hf_tqdm(counter: _ByteCounter) -> type:
     from tqdm.auto import tqdm
 
     class ProgressTqdm(tqdm):  # type: ignore[misc]
+        """Feeds huggingface_hub's byte bars into our progress callback (and shows nothing).
+
+        The hub sets ``total`` after creating a bar, so it is read at every update. Its
+        "Downloading bytes" bar counts compressed network bytes and is skipped; the bytes
+        written to disk are the ones that add up to the files' sizes."""
+
         def __init__(self, *args: Any, **kwargs: Any) -> None:
-            kwargs["disable"] = True  # we report progress ourselves
+            self._name = str(kwargs.get("desc") or "")
+            self._bytes = kwargs.get("unit") == "B" and not self._name.startswith("Downloading bytes")
+            self._done = float(kwargs.get("initial") or 0)
+            kwargs["disable"] = True
             super().__init__(*args, **kwargs)
-            # Only byte bars count (huggingface_hub also opens a "Fetching N files" bar).
-            self._bytes = kwargs.get("unit") == "B"
-            if self._bytes:
-                counter.add_total(kwargs.get("total") or 0)
 
         def update(self, n: float | None = 1) -> bool | None:
             if self._bytes and n:
-                counter.add(n, str(self.desc or ""))
+                self._done += n
+                counter.set(id(self), self._done, self.total, self._name)
             return super().update(n)
 
     return ProgressTqdm
@@ -79,10 +81,12 @@ def _modelscope_callback(counter: _ByteCounter) -> type:
     class Callback(ProgressCallback):  # type: ignore[misc]
         def __init__(self, filename: str, file_size: int) -> None:
             super().__init__(filename, file_size)
-            counter.add_total(file_size)
+            self._done = 0.0
+            counter.set(id(self), 0.0, file_size, filename)
 
         def update(self, size: int) -> None:
-            counter.add(size, self.filename)
+            self._done += size
+            counter.set(id(self), self._done, self.file_size, self.filename)
 
     return Callback
 

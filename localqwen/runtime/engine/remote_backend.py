@@ -145,10 +145,14 @@ class RemoteEngine(Engine):
         parsed += [_structured_call(entry) for entry in calls.values() if entry["name"]]
         if parsed and reason == "stop":
             reason = "tool_calls"
+        if "prompt_tokens" in usage:
+            prompt_tokens = int(usage["prompt_tokens"])
+        else:  # servers that send no usage while streaming (llama.cpp's) are asked separately
+            prompt_tokens = self.count_tokens(messages, tools)
         self.last_result = ChatResult(
             text=answer.strip() if parsed or reasoning else answer,
             tool_calls=parsed,
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
+            prompt_tokens=prompt_tokens,
             completion_tokens=int(usage.get("completion_tokens", chunks)),
             finish_reason=reason,
             reasoning=reasoning,
