@@ -369,6 +369,49 @@ class JobManager:
                 )
 
 
+def run_in_background(events: Iterator[Any], cancel: CancelToken | None = None) -> Job:
+    """Iterate ``events`` in a thread and keep them on an unrecorded :class:`Job`, so a view can
+    follow it with ``wait_events`` at its own pace (the producer never waits for the screen)."""
+    job = Job(id=uuid.uuid4().hex[:8], kind="stream", title="", cancel_token=cancel or CancelToken())
+
+    def drive() -> None:
+        with job._cond:
+            job.status = "running"
+        last: Any = None
+        try:
+            for event in events:
+                last = event
+                with job._cond:
+                    job.events.append(event)
+                    job._cond.notify_all()
+        except Exception as exc:  # surfaced to the view as an event, like a job's failure
+            last = ev.Done(status="failed", summary=f"{type(exc).__name__}: {exc}")
+            with job._cond:
+                job.events.extend([ev.Error(message=last.summary), last])
+        with job._cond:
+            job.status = last.status if isinstance(last, ev.Done) else "ok"
+            job._cond.notify_all()
+
+    threading.Thread(target=drive, name=f"stream-{job.id}", daemon=True).start()
+    return job
+
+
+def paced(job: Job, interval: float) -> Iterator[list[Any]]:
+    """Batches of a job's events, at most one every ``interval`` seconds (the last one at once)."""
+    cursor = 0
+    last = 0.0
+    while True:
+        wait = max(0.0, last + interval - time.monotonic())
+        if wait and not job.finished:
+            time.sleep(wait)
+        batch, cursor, finished = job.wait_events(cursor, timeout=interval)
+        if batch:
+            last = time.monotonic()
+            yield batch
+        if finished:
+            return
+
+
 def _parse_line(line: str) -> Any:
     try:
         return ev.event_from_json(line)

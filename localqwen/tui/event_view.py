@@ -53,13 +53,21 @@ class ProgressRow(Horizontal):
     def __init__(self, task: str) -> None:
         super().__init__(classes="progress-row")
         self.task_name = task
+        self._latest: ev.Progress | None = None
 
     def compose(self) -> ComposeResult:
         yield Label(self.task_name, classes="progress-message")
         yield ProgressBar(show_eta=False, show_percentage=True)
         yield Label("", classes="progress-detail")
 
+    def on_mount(self) -> None:
+        if self._latest is not None:
+            self.update_from(self._latest)
+
     def update_from(self, event: ev.Progress) -> None:
+        self._latest = event
+        if not self.query(".progress-detail"):  # not composed yet: on_mount applies it
+            return
         self.query_one(".progress-message", Label).update(event.message or event.task)
         self.query_one(ProgressBar).update(total=event.total, progress=event.done)
         self.query_one(".progress-detail", Label).update(progress_text(event))
@@ -167,8 +175,7 @@ class EventView(VerticalScroll):
             if row is None:
                 row = self._progress[event.task] = ProgressRow(event.task)
                 await self._progress_box.mount(row)  # type: ignore[union-attr]
-            if row.is_attached:
-                row.update_from(event)
+            row.update_from(event)
         elif isinstance(event, ev.Step):
             await self._step(event)
         elif isinstance(event, ev.Image):

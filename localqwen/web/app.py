@@ -10,7 +10,6 @@ tab reopens them.
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from localqwen.app import Workbench
 from localqwen.frontend_hooks import view_hook
 from localqwen.i18n import set_language, t
+from localqwen.jobs import paced
 from localqwen.plugin_api import Action, FormError, Plugin
 from localqwen.web.event_renderer import RunView
 from localqwen.web.form_renderer import collect_values, error_updates, render_form
@@ -130,18 +130,10 @@ class ActionPanel:
 def follow_job(job: Job, roots: list[Path], frame: Any) -> Iterator[Any]:
     """Yield ``frame(view)`` as the job's events arrive, batching fast streams."""
     view = RunView(allowed_roots=roots)
-    cursor = 0
-    last = 0.0
-    while True:
-        batch, cursor, finished = job.wait_events(cursor, timeout=UPDATE_INTERVAL_S)
+    for batch in paced(job, UPDATE_INTERVAL_S):
         for event in batch:
             view.add(event)
-        now = time.monotonic()
-        if finished or (batch and now - last >= UPDATE_INTERVAL_S):
-            last = now
-            yield frame(view)
-        if finished:
-            return
+        yield frame(view)
 
 
 def build_web_app(bench: Workbench | None = None) -> WebApp:

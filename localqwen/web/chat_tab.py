@@ -13,8 +13,11 @@ from localqwen.app import Workbench
 from localqwen.chat_history import message_images, message_text
 from localqwen.chat_session import ChatController
 from localqwen.i18n import t
+from localqwen.jobs import paced, run_in_background
 from localqwen.plugin_api import CancelToken
 from localqwen.plugin_api import events as ev
+
+UPDATE_INTERVAL_S = 0.1
 
 
 def to_gradio_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -127,18 +130,20 @@ class ChatTab:
         status = f"⏳ {t('chat.thinking')}"
         cleared = {"text": "", "files": []} if clear_input else gr.update()
         yield history + [answer], cleared, status, sessions
-        for event in stream:
-            if isinstance(event, ev.TextDelta):
-                answer["content"] += event.text
-            elif isinstance(event, ev.ToolCall):
-                extra.append(tool_call_message(event.name, event.arguments, event.result))
-            elif isinstance(event, ev.Error):
-                extra.append({"role": "assistant", "content": f"❌ {event.message}"})
-            elif isinstance(event, ev.Done):
-                status = f"{t('status.' + event.status)}"
-                if event.result.get("completion_tokens"):
-                    status += " · " + t("chat.usage", prompt=event.result.get("prompt_tokens", 0),
-                                        completion=event.result["completion_tokens"])
+        # Generate in a thread; repaint at most ten times a second with what has arrived.
+        for batch in paced(run_in_background(stream), UPDATE_INTERVAL_S):
+            for event in batch:
+                if isinstance(event, ev.TextDelta):
+                    answer["content"] += event.text
+                elif isinstance(event, ev.ToolCall):
+                    extra.append(tool_call_message(event.name, event.arguments, event.result))
+                elif isinstance(event, ev.Error):
+                    extra.append({"role": "assistant", "content": f"❌ {event.message}"})
+                elif isinstance(event, ev.Done):
+                    status = f"{t('status.' + event.status)}"
+                    if event.result.get("completion_tokens"):
+                        status += " · " + t("chat.usage", prompt=event.result.get("prompt_tokens", 0),
+                                            completion=event.result["completion_tokens"])
             shown = history + ([answer] if answer["content"] else []) + extra
             yield shown, gr.update(), status, gr.update()
         self._tokens.pop(session_id, None)

@@ -30,7 +30,7 @@ def async_test(func):
     return wrapper
 
 
-async def wait_for(pilot, condition, timeout: float = 10.0) -> None:
+async def wait_for(pilot, condition, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:

@@ -12,11 +12,13 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Header, Label, Static
 
 from localqwen.i18n import t
-from localqwen.jobs import Job
+from localqwen.jobs import Job, paced
 from localqwen.plugin_api import Action, FormError, Plugin, PluginLoadError
 from localqwen.tui.event_view import EventView
 from localqwen.tui.form_renderer import FormView
 from localqwen.tui.screens.base import BaseScreen
+
+UI_INTERVAL_S = 0.1
 
 
 def follow_job(screen: Screen[Any], job: Job, view: EventView, on_finished: Any = None) -> None:
@@ -27,13 +29,11 @@ def follow_job(screen: Screen[Any], job: Job, view: EventView, on_finished: Any 
         from textual.worker import get_current_worker
 
         worker = get_current_worker()
-        cursor = 0
-        while not worker.is_cancelled:
-            batch, cursor, finished = job.wait_events(cursor, timeout=0.1)
-            if batch and view.is_attached:
+        for batch in paced(job, UI_INTERVAL_S):  # at most ten screen updates a second
+            if worker.is_cancelled:
+                return
+            if view.is_attached:
                 self.app.call_from_thread(view.add_events, batch)
-            if finished:
-                break
         if on_finished is not None and not worker.is_cancelled:
             self.app.call_from_thread(on_finished, job)
 

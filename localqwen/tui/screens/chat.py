@@ -12,11 +12,14 @@ from textual.widgets import Button, Footer, Header, Input, ListItem, ListView, S
 
 from localqwen.chat_history import message_text
 from localqwen.i18n import t
+from localqwen.jobs import paced, run_in_background
 from localqwen.plugin_api import CancelToken
 from localqwen.plugin_api import events as ev
 from localqwen.tui.screens.base import BaseScreen
 from localqwen.tui.widgets.chat_message import ChatMessage, tool_call_block
 from localqwen.tui.widgets.path_picker import PathInput
+
+UI_INTERVAL_S = 0.1
 
 
 class ChatScreen(BaseScreen):
@@ -161,20 +164,19 @@ class ChatScreen(BaseScreen):
 
     @work(thread=True, exclusive=True, group="chat")
     def _run_stream(self, stream: Any, bubble: ChatMessage) -> None:
-        pending: list[str] = []
-        for event in stream:
-            if isinstance(event, ev.TextDelta):
-                pending.append(event.text)
-                if len(pending) >= 8:
-                    self.app.call_from_thread(bubble.append, "".join(pending))
-                    pending.clear()
-                continue
-            if pending:
-                self.app.call_from_thread(bubble.append, "".join(pending))
-                pending.clear()
-            self.app.call_from_thread(self._on_event, event, bubble)
-        if pending:
-            self.app.call_from_thread(bubble.append, "".join(pending))
+        # The answer is generated in its own thread; the screen takes what has arrived at most
+        # ten times a second, so rendering never slows the model down.
+        for batch in paced(run_in_background(stream), UI_INTERVAL_S):
+            self.app.call_from_thread(self._apply, batch, bubble)
+
+    async def _apply(self, batch: list[Any], bubble: ChatMessage) -> None:
+        text = "".join(e.text for e in batch if isinstance(e, ev.TextDelta))
+        if text:
+            await bubble.append(text)
+        for event in batch:
+            if not isinstance(event, ev.TextDelta):
+                await self._on_event(event, bubble)
+        self.query_one("#chat-messages", VerticalScroll).scroll_end(animate=False)
 
     async def _on_event(self, event: Any, bubble: ChatMessage) -> None:
         if isinstance(event, ev.ToolCall):
