@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localqwen.runtime.engine.base import ChatResult, Engine, EngineError, GenerationSettings, Messages, Tools
-from localqwen.runtime.engine.messages import StopScanner, has_images, load_image
+from localqwen.runtime.engine.messages import StopScanner, check_messages, has_images, load_image
 from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
 
 if TYPE_CHECKING:
@@ -82,7 +82,9 @@ class _Control:
             return torch.ones(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         done = torch.zeros(input_ids.shape[0], dtype=torch.bool, device=input_ids.device)
         if self.stops:
-            tails = self.tokenizer.batch_decode(input_ids[:, -self.window :], skip_special_tokens=True)
+            # Only generated tokens: the prompt's tail must not trigger a stop.
+            start = max(self.prompt_length, input_ids.shape[1] - self.window)
+            tails = self.tokenizer.batch_decode(input_ids[:, start:], skip_special_tokens=True)
             for row, tail in enumerate(tails):
                 done[row] = any(stop in tail for stop in self.stops)
         return done
@@ -234,19 +236,28 @@ class TransformersEngine(Engine):
             reason = "length" if len(generated) >= settings.max_new_tokens else "stop"
         self.last_result = _result(scanner.text, prompt_length, completion_tokens, reason)
 
+    def chat(self, messages: Messages, *, tools: Tools | None = None, settings: GenerationSettings | None = None,
+             cancel: CancelToken | None = None) -> ChatResult:
+        """Like ``stream`` but without the streamer thread: ``generate`` runs right here."""
+        check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
+        self.last_result = self._generate([messages], tools, settings, cancel)[0]
+        return self.last_result
+
     def chat_batch(self, conversations: list[Messages], *, settings: GenerationSettings | None = None,
                    cancel: CancelToken | None = None) -> list[ChatResult]:
         """Real batching: all conversations go through one left-padded ``generate`` call."""
-        from transformers import StoppingCriteriaList
-
-        from localqwen.runtime.engine.messages import check_messages
-
         if not conversations:
             return []
         for messages in conversations:
             check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
+        return self._generate(conversations, None, settings, cancel)
+
+    def _generate(self, conversations: list[Messages], tools: Tools | None, settings: GenerationSettings | None,
+                  cancel: CancelToken | None) -> list[ChatResult]:
+        from transformers import StoppingCriteriaList
+
         settings = settings or GenerationSettings()
-        inputs = self.encode(conversations)
+        inputs = self.encode(conversations, tools)
         width = inputs["input_ids"].shape[1]
         control = _Control(self.tokenizer, width, settings.stop, cancel)
         with self._lock, self._torch.inference_mode():
