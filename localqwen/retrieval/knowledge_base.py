@@ -177,11 +177,13 @@ class KnowledgeBase:
 
     # ------------------------------------------------------------ ingestion
     def add_paths(self, paths: Iterable[str | os.PathLike[str]], cancel: CancelToken | None = None, *,
-                  allowed_roots: list[Path] | None = None, _rebuild: bool = False) -> Iterator[Any]:
+                  allowed_roots: list[Path] | None = None, max_file_bytes: int | None = None,
+                  _rebuild: bool = False) -> Iterator[Any]:
         """Ingest files and folders; yields events. Bad files get an Error each; the rest go in."""
         cancel = cancel or CancelToken()
         started = time.monotonic()
         roots = allowed_roots if allowed_roots is not None else self.manager.allowed_roots
+        max_bytes = max_file_bytes or self.manager.max_file_bytes
         files, problems = _expand(paths, roots)
         for path, message in problems:
             yield events.Error(message=message, field=str(path))
@@ -202,12 +204,12 @@ class KnowledgeBase:
                 return
             key = str(path)
             try:
-                data_hash = _sha256(path, self.manager.max_file_bytes)
+                data_hash = _sha256(path, max_bytes)
                 if key in known and known[key].sha256 == data_hash:
                     skipped.append(key)
                     yield tracker.advance(message=f"unchanged: {path.name}")
                     continue
-                document = load_document(path, max_bytes=self.manager.max_file_bytes)
+                document = load_document(path, max_bytes=max_bytes)
                 chunks = chunk_blocks(document.blocks, offsets, max_tokens=self.info.chunk_tokens,
                                       overlap=self.info.chunk_overlap)
             except (DocumentError, OSError) as exc:

@@ -85,12 +85,14 @@ class RagPlugin(Plugin):
         return RagConfig.model_validate(ctx.settings or {})
 
     def _manager(self, ctx: Context):
-        from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
+        """The app-wide manager (its search snapshots stay warm between questions)."""
+        return ctx.services.retrieval
 
+    def _ingest_options(self, ctx: Context) -> dict:
         config = self._config(ctx)
         roots = [Path(r).expanduser() for r in config.allowed_roots] or [
             Path.home(), ctx.paths.uploads_dir, Path.cwd()]
-        return KnowledgeBaseManager(ctx.services, allowed_roots=roots, max_file_bytes=config.max_file_mb * 2**20)
+        return {"allowed_roots": roots, "max_file_bytes": config.max_file_mb * 2**20}
 
     def _kb(self, ctx: Context, name: str, *, create: bool = False):
         manager = self._manager(ctx)
@@ -155,7 +157,7 @@ class RagPlugin(Plugin):
     def add_documents(self, form: AddDocumentsForm, ctx: Context):
         """Add files or folders to a knowledge base (created if missing)."""
         kb = self._kb(ctx, form.knowledge_base, create=True)
-        yield from kb.add_paths(form.paths, ctx.cancel)
+        yield from kb.add_paths(form.paths, ctx.cancel, **self._ingest_options(ctx))
 
     @action(form=ManageForm, title="Knowledge bases")
     def knowledge_bases(self, form: ManageForm, ctx: Context):
