@@ -36,7 +36,7 @@ def check(question: str, answer: Answer) -> list[str]:
     elif body.lower().strip(" ?.!") == question.lower().strip(" ?.!"):
         problems.append("the answer only repeats the question")
     if answer.evidence and not answer.citations:
-        problems.append("the answer cites none of the evidence; cite it as [n]")
+        problems.append("the answer cites none of the evidence; cite it by number, e.g. [1]")
     if answer.invalid_citations:
         problems.append(f"citations {answer.invalid_citations} match no evidence")
     return problems
