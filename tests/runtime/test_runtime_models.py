@@ -189,3 +189,31 @@ def test_catalog_covers_the_plugin_models():
 def test_trust_remote_code_is_off_unless_configured():
     assert not manager().trust_remote_code("qwen3-4b")
     assert manager(trust_remote_code=["Qwen/Qwen3-4B"]).trust_remote_code("qwen3-4b")
+
+
+def test_modelscope_hub_is_used_when_chosen(monkeypatch, tmp_path, tiny_qwen3_path):
+    """The ModelScope client is faked the same way (its snapshot_download + progress callbacks)."""
+    import importlib
+
+    # modelscope.hub re-exports the function under the module's name; patch the module itself.
+    ms = importlib.import_module("modelscope.hub.snapshot_download")
+
+    calls = []
+
+    def fake_snapshot(model_id, *, allow_patterns=None, local_files_only=False, progress_callbacks=(), **kwargs):
+        calls.append(model_id)
+        target = tmp_path / "ms_cache" / model_id
+        shutil.copytree(tiny_qwen3_path, target, dirs_exist_ok=True)
+        for callback_class in progress_callbacks:
+            size = (target / "model.safetensors").stat().st_size
+            callback = callback_class("model.safetensors", size)
+            callback.update(size)
+            callback.end()
+        return str(target)
+
+    monkeypatch.setattr(ms, "snapshot_download", fake_snapshot)
+    seen = []
+    resolved = manager(hub="modelscope").download("qwen3-1.7b", progress=lambda d, t, m: seen.append((d, t)))
+    assert calls == ["Qwen/Qwen3-1.7B"] and resolved.path == tmp_path / "ms_cache" / "Qwen/Qwen3-1.7B"
+    assert seen[-1][0] == seen[-1][1] > 0
+    assert manager().remove("qwen3-1.7b") == [resolved.path] and not resolved.path.exists()
