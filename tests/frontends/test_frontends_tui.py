@@ -42,6 +42,7 @@ async def home_ready(pilot, app) -> None:
     """The home screen paints from metadata first; wait until the plugins are loaded."""
     await wait_for(pilot, lambda: getattr(app.screen, "plugins", None) is not None
                    and app.screen.query(".action-button"))
+    await pilot.pause(0.3)  # let the recomposed layout settle before clicking
 
 
 @pytest.fixture
@@ -97,9 +98,9 @@ async def test_fill_form_run_and_see_streamed_output(app):
 @async_test
 async def test_cancel_really_stops_the_work(app):
     async with app.run_test(size=SIZE) as pilot:
-        await home_ready(pilot, app)
-        await pilot.click("#action-testplug-slow")
-        await pilot.pause()
+        app.open_action(app.bench.host.get("testplug"), "slow")
+        await wait_for(pilot, lambda: isinstance(app.screen, ActionScreen) and app.screen.query("#run"))
+        await pilot.pause(0.2)
         screen = app.screen
         screen.form_view.set_value("steps", 2000)
         screen.form_view.set_value("delay", 0.01)
