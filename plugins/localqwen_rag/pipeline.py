@@ -120,14 +120,11 @@ def _tool_turn(question: Question, deps: PipelineDeps, steps: _Steps, turn: dict
     messages = [{"role": "system", "content": tools.TOOL_SYSTEM}, *question.history[-6:],
                 {"role": "user", "content": question.text}]
     result = deps.llm.chat(messages, tools=tools.TOOLS, max_new_tokens=64)
-    calls = [c for c in result.tool_calls if c.name == "save_session_summary"]
-    how = "native tool call" if calls else ""
-    arguments: dict[str, Any] = calls[0].arguments if calls else {}
-    if not calls and tools.wants_summary(question.text):
-        how, arguments = "keyword fallback (user asked)", {"title": question.text[:80]}
-    if not how:
+    chosen = tools.select_call(result.tool_calls, question.text)
+    if chosen is None:
         yield steps.finish(sid, "Tools", t0, "no tool needed")
         return None
+    how, arguments = chosen
     title = arguments.get("title") if isinstance(arguments.get("title"), str) else ""
     path = tools.save_session_summary(deps.session, deps.reports_dir, title or "")
     yield events.ToolCall(name="save_session_summary", arguments=arguments, result=str(path))

@@ -45,6 +45,17 @@ def wants_summary(user_message: str) -> bool:
     return bool(_KEYWORDS.search(user_message or ""))
 
 
+def select_call(model_calls: list, user_message: str) -> tuple[str, dict[str, Any]] | None:
+    """(how, arguments) for save_session_summary, or None. ``model_calls`` are the ToolCalls the
+    engine parsed from the model's own reply on the tool turn; the fallback reads only the user."""
+    for call in model_calls:
+        if call.name == SAVE_SESSION_SUMMARY["function"]["name"]:
+            return "native tool call", dict(call.arguments or {})
+    if wants_summary(user_message):
+        return "keyword fallback (user asked)", {"title": user_message[:80]}
+    return None
+
+
 def _slug(text: str) -> str:
     slug = re.sub(r"[^\w\-]+", "-", text.strip().lower(), flags=re.UNICODE).strip("-")
     return slug[:48] or "session"

@@ -96,3 +96,28 @@ def test_router_rules_and_forced():
     assert forced.source == "forced" and forced.roles == topology.ROLES["centralized"]
     with pytest.raises(ValueError, match="unknown topology"):
         topology.route("x", forced="mesh")
+
+
+def test_native_tool_calls_from_the_models_turn_are_dispatched():
+    from localqwen.runtime.engine.tool_calls import parse_tool_calls
+
+    reply = ('I will save it.\n<tool_call>\n{"name": "save_session_summary", "arguments": {"title": "Statins"}}'
+             "\n</tool_call>")
+    text, calls = parse_tool_calls(reply)
+    assert tools.select_call(calls, "anything") == ("native tool call", {"title": "Statins"})
+    _, other = parse_tool_calls('<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>')
+    assert tools.select_call(other, "What do statins do?") is None  # unknown tools are ignored
+    assert tools.select_call([], "请总结对话")[0].startswith("keyword fallback")
+
+
+def test_session_report(tmp_path):
+    session = {"turns": [{"question": "What do statins do?", "topology": "single", "router_source": "rules",
+                          "plan": ["look up", "answer"], "answer": "They lower LDL [1].\n\nSources:\n[1] s.md",
+                          "evidence": [{"n": 1, "citation": "s.md, Drugs", "text": "Statins lower LDL."}],
+                          "verdicts": [{"verdict": "PASS", "reasons": ["ok"], "source": "model"}]}]}
+    path = tools.save_session_summary(session, tmp_path / "reports", "Statin chat / 1")
+    text = path.read_text(encoding="utf-8")
+    assert path.parent == tmp_path / "reports" and path.name.endswith("-statin-chat-1.md")
+    for expected in ("# Statin chat / 1", "**Question:** What do statins do?", "1. look up", "> Statins lower LDL.",
+                     "PASS (ok)", "## Sources", "- s.md, Drugs"):
+        assert expected in text
