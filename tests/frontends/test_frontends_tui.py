@@ -253,14 +253,33 @@ async def test_language_switch_applies_at_once_and_is_saved(app):
 
 
 @async_test
-async def test_models_screen_degrades_without_runtime_services(app):
+async def test_models_screen_shows_plan_catalog_and_saves_model_choice(app):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("f3")
-        await pilot.pause(0.5)
-        # Whatever the runtime offers, the screen shows either its data or a clear message.
+        await wait_for(pilot, lambda: app.screen.query("#models-table")
+                       and app.screen.query_one("#models-table", DataTable).row_count > 0)
         report = app.screen.query_one("#device-report", Markdown).source
-        assert report.strip()
-        assert app.screen.query_one("#plugin-models").children
+        assert "RAM" in report and "qwen3-0.6b" in report
+        table = app.screen.query_one("#models-table", DataTable)
+        assert "gemma-3-270m-gguf" in [str(key.value) for key in table.rows]
+        await wait_for(pilot, lambda: app.screen.query("#model-for-testplug"))
+        app.screen.query_one("#model-for-testplug", Select).value = "qwen3-0.6b"
+        await pilot.pause(0.3)
+        assert app.bench.config.plugin_section("testplug")["model"] == "qwen3-0.6b"
+
+
+@async_test
+async def test_models_screen_degrades_when_a_runtime_service_fails(app, monkeypatch):
+    from localqwen.services import Services
+
+    def broken(self):
+        raise OSError("catalog unreadable")
+
+    monkeypatch.setattr(Services, "models", property(broken))
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f3")
+        await wait_for(pilot, lambda: app.screen.query("#models-problem")
+                       and "catalog unreadable" in str(app.screen.query_one("#models-problem").render()))
 
 
 def test_event_batches_join_text(app):

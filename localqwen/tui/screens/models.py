@@ -46,7 +46,7 @@ class ModelsScreen(BaseScreen):
         await self.query_one("#device-report", Markdown).update(report)
         table = self.query_one("#models-table", DataTable)
         table.clear(columns=True)
-        table.add_columns(t("models.col_model"), t("models.col_kind"), t("models.col_present"))
+        table.add_columns(t("models.col_model"), t("models.col_kind"), t("models.col_present"), "")
         problem = self.query_one("#models-problem", Static)
         try:
             entries = model_entries(services)
@@ -55,7 +55,7 @@ class ModelsScreen(BaseScreen):
             entries = []
             problem.update(f"⚠ {exc}")
         for entry in entries:
-            table.add_row(entry.title, entry.kind, "✓" if entry.present else "—", key=entry.model_id)
+            table.add_row(entry.title, entry.kind, "✓" if entry.present else "—", entry.detail, key=entry.model_id)
         await self._plugin_choices([e.model_id for e in entries if e.kind == "chat" or e.kind == "vision"])
 
     async def _plugin_choices(self, models: list[str]) -> None:
