@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -125,7 +126,7 @@ class ModelManager:
             if path.suffix != ".gguf":
                 raise ModelFileError(f"{path} is a single file but not a .gguf; a transformers model is a folder")
             check_gguf(path)
-            mmproj = next((p for p in sorted(path.parent.glob("mmproj*.gguf")) if p != path), None)
+            mmproj = find_mmproj(path)
             params = path.stat().st_size / 1e9 / BYTES_PER_PARAM["Q4_K_M"]
             info = ModelInfo(path.stem, params, vision=mmproj is not None, gguf_quants=["local"],
                              transformers=False)
@@ -135,7 +136,7 @@ class ModelManager:
 
     def _resolved(self, entry: CatalogEntry, path: Path, format: str) -> ResolvedModel:
         if format == "gguf":
-            mmproj = next(iter(sorted(path.parent.glob("mmproj*.gguf"))), None) if entry.vision else None
+            mmproj = find_mmproj(path) if entry.vision else None
             return ResolvedModel(entry.id, path, "gguf", entry.info(), entry, mmproj)
         return ResolvedModel(entry.id, path, "transformers", entry.info(), entry)
 
@@ -258,6 +259,24 @@ def folder_info(path: Path, model_id: str) -> ModelInfo:
     if entry is not None:
         return entry.info()
     return ModelInfo(model_id, total_bytes / width / 1e9, vision="vision_config" in config)
+
+
+_QUANT_SUFFIX = re.compile(r"[-._](f32|f16|bf16|q\d\w*|iq\d\w*)$", re.IGNORECASE)
+
+
+def find_mmproj(gguf: Path) -> Path | None:
+    """The vision projector that belongs to ``gguf``: an ``mmproj*.gguf`` beside it whose name
+    contains the model's name (quantization suffix dropped), or the only one in a folder that
+    holds one model."""
+    candidates = sorted(p for p in gguf.parent.glob("mmproj*.gguf") if p != gguf)
+    if gguf.name.startswith("mmproj") or not candidates:
+        return None
+    base = _QUANT_SUFFIX.sub("", gguf.stem).lower()
+    named = [p for p in candidates if base in p.stem.lower()]
+    if len(named) == 1:
+        return named[0]
+    models = [p for p in gguf.parent.glob("*.gguf") if not p.name.startswith("mmproj")]
+    return candidates[0] if len(models) == 1 and len(candidates) == 1 else None
 
 
 def _variant(entry: CatalogEntry, quant: str | None) -> GGUFVariant:

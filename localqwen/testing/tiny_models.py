@@ -277,3 +277,42 @@ def build_tiny_qwen3_vl(path: str | Path, **config_overrides: Any) -> Path:
     )
     processor.save_pretrained(path)
     return path
+
+
+def teach_reply(model_path: str | Path, out: str | Path, messages: list[dict[str, Any]], reply: str, *,
+                tools: list[dict[str, Any]] | None = None, steps: int = 200, seed: int = 0) -> Path:
+    """Overfit a tiny text model (seconds) so it answers ``messages`` (with ``tools``) with ``reply``.
+
+    Gives tests a real model that really generates a given text, e.g. a Qwen tool call::
+
+        teach_reply(tiny, out, [{"role": "user", "content": "Weather in Paris?"}],
+                    '<tool_call>\\n{"name": "get_weather", "arguments": {"city": "Paris"}}\\n</tool_call>',
+                    tools=[WEATHER_TOOL])
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    torch.manual_seed(seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_path)
+    model = AutoModelForCausalLM.from_pretrained(model_path, dtype=torch.float32)
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, add_generation_prompt=True, tokenize=False)
+    prompt_ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
+    reply_ids = tokenizer(reply + "<|im_end|>", add_special_tokens=False, return_tensors="pt").input_ids
+    ids = torch.cat([prompt_ids, reply_ids], dim=1)
+    labels = ids.clone()
+    labels[:, : prompt_ids.shape[1]] = -100  # learn the reply only
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    for _ in range(steps):
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        if loss.item() < 0.01:
+            break
+    model.eval()
+    out = Path(out)
+    model.save_pretrained(out, safe_serialization=True)
+    tokenizer.save_pretrained(out)
+    model.generation_config.save_pretrained(out)
+    return out

@@ -1,5 +1,5 @@
 """llama.cpp with a vision projector: a real Qwen3-VL GGUF + mmproj (the tiny Qwen3-VL converted
-by llama.cpp's own converter, see data/make_tiny_qwen3vl_gguf.py) answering about an image."""
+by llama.cpp's own converter, see data/make_tiny_gguf.py) answering about an image."""
 
 from __future__ import annotations
 

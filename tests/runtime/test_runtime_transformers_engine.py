@@ -38,32 +38,9 @@ def vl_engine(tiny_qwen3_vl_path):
 def tool_calling_path(tmp_path_factory, tiny_qwen3_path):
     """The tiny Qwen3 overfitted (a couple of seconds) to answer QUESTION with a tool call, so
     the engine's parsing is checked on text a real model generated."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from localqwen.testing.tiny_models import teach_reply
 
-    torch.manual_seed(0)
-    tokenizer = AutoTokenizer.from_pretrained(tiny_qwen3_path)
-    model = AutoModelForCausalLM.from_pretrained(tiny_qwen3_path)
-    prompt = tokenizer.apply_chat_template(QUESTION, tools=[WEATHER_TOOL], add_generation_prompt=True, tokenize=False)
-    prompt_ids = tokenizer(prompt, add_special_tokens=False, return_tensors="pt").input_ids
-    answer_ids = tokenizer(ANSWER + "<|im_end|>", add_special_tokens=False, return_tensors="pt").input_ids
-    ids = torch.cat([prompt_ids, answer_ids], dim=1)
-    labels = ids.clone()
-    labels[:, : prompt_ids.shape[1]] = -100
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    model.train()
-    for _ in range(200):
-        loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if loss.item() < 0.01:
-            break
-    out = tmp_path_factory.mktemp("tool_model")
-    model.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    model.generation_config.save_pretrained(out)
-    return out
+    return teach_reply(tiny_qwen3_path, tmp_path_factory.mktemp("tool_model"), QUESTION, ANSWER, tools=[WEATHER_TOOL])
 
 
 def test_stream_yields_deltas_that_add_up_to_the_result(engine):
