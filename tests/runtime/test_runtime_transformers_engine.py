@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from localqwen.plugin_api.cancel import CancelToken
-from localqwen.runtime.engine import GenerationSettings, load_engine
+from localqwen.runtime.engine import EngineError, GenerationSettings, load_engine
 from localqwen.runtime.engine.transformers_backend import TransformersEngine
 
 WEATHER_TOOL = {
@@ -160,3 +160,7 @@ def test_load_engine_plans_and_caches_through_services(tiny_qwen3_path):
     assert engine.chat(QUESTION, settings=GenerationSettings(max_new_tokens=3)).completion_tokens == 3
     services.device.evict()
     assert "model" not in engine.__dict__
+    with pytest.raises(EngineError, match="was unloaded"):
+        engine.chat(QUESTION)
+    reloaded = services.engine(str(tiny_qwen3_path))
+    assert reloaded is not engine and reloaded.chat(QUESTION, settings=GenerationSettings(max_new_tokens=1))

@@ -105,6 +105,7 @@ class Engine:
         """Yield text deltas; afterwards ``last_result`` holds the full :class:`ChatResult`."""
         from localqwen.runtime.engine.messages import check_messages
 
+        self.ensure_open()
         check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
         self.last_result = None
         yield from self._stream(messages, tools or None, settings or GenerationSettings(), cancel)
@@ -124,6 +125,15 @@ class Engine:
 
     def close(self) -> None:
         """Free the model. Safe to call twice."""
+        self.closed = True
+
+    closed = False
+
+    def ensure_open(self) -> None:
+        if self.closed:
+            raise EngineError(
+                f"{self.model_id} was unloaded (another model needed the memory); ask ctx.engine() again"
+            )
 
     # -- for subclasses -------------------------------------------------------------------
     def _stream(

@@ -182,6 +182,7 @@ class LlamaCppEngine(Engine):
         self.last_result = _result(scanner.text, prompt_tokens, completion, reason)
 
     def close(self) -> None:
+        super().close()
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             llm.close()

@@ -239,6 +239,7 @@ class TransformersEngine(Engine):
     def chat(self, messages: Messages, *, tools: Tools | None = None, settings: GenerationSettings | None = None,
              cancel: CancelToken | None = None) -> ChatResult:
         """Like ``stream`` but without the streamer thread: ``generate`` runs right here."""
+        self.ensure_open()
         check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
         self.last_result = self._generate([messages], tools, settings, cancel)[0]
         return self.last_result
@@ -246,6 +247,7 @@ class TransformersEngine(Engine):
     def chat_batch(self, conversations: list[Messages], *, settings: GenerationSettings | None = None,
                    cancel: CancelToken | None = None) -> list[ChatResult]:
         """Real batching: all conversations go through one left-padded ``generate`` call."""
+        self.ensure_open()
         if not conversations:
             return []
         for messages in conversations:
@@ -284,6 +286,7 @@ class TransformersEngine(Engine):
         return results
 
     def close(self) -> None:
+        super().close()
         model = self.__dict__.pop("model", None)
         if model is not None:
             del model
