@@ -78,6 +78,19 @@ class KnowledgeBaseManager:
         self.max_file_bytes = max_file_bytes
         self._snapshots: dict[tuple[str, str, int], SearchIndex] = {}
         self._lock = threading.Lock()
+        self._remove_orphans()
+
+    def _remove_orphans(self) -> None:
+        """Drop LanceDB folders whose knowledge base is gone (a delete that died after its SQLite
+        commit). A folder is only ever created after its row exists, so this never races a create."""
+        import shutil
+
+        if not self.root.is_dir():
+            return
+        known = {row["id"] for row in self.database.connection.execute("SELECT id FROM knowledge_bases")}
+        for folder in self.root.glob("kb-*"):
+            if folder.is_dir() and folder.name[3:] not in known:
+                shutil.rmtree(folder, ignore_errors=True)
 
     # ------------------------------------------------------------ CRUD
     def create(self, name: str, *, embedding_model: str | None = None, chunk_tokens: int = 200,

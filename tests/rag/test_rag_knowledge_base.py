@@ -39,6 +39,10 @@ def test_create_list_rename_delete(manager):
     assert folder.exists()
     manager.delete("articles")
     assert manager.list() == [] and not folder.exists()
+    orphan = manager.folder("deadbeef0000")  # as left by a delete that died half-way
+    orphan.mkdir(parents=True)
+    KnowledgeBaseManager(manager.services)
+    assert not orphan.exists()
     with pytest.raises(KnowledgeBaseError, match="no knowledge base named 'articles'"):
         manager.get("articles")
 
