@@ -19,7 +19,7 @@ from localqwen.tui.screens.base import BaseScreen
 from localqwen.tui.widgets.chat_message import ChatMessage, tool_call_block
 from localqwen.tui.widgets.path_picker import PathInput
 
-UI_INTERVAL_S = 0.1
+UI_INTERVAL_S = 0.2  # five repaints a second: smooth enough, and leaves the CPU to the model
 
 
 class ChatScreen(BaseScreen):
