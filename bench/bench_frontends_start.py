@@ -1,7 +1,7 @@
 """TUI first paint and web page ready, each against a bare app of the same toolkit (same run).
 
-TUI: from process start to the first screen painted (``run_test`` headless, after the first
-refresh), LocalQwen's home screen vs a bare Textual app with a header, a label and a footer.
+TUI: from process start to the first screen painted (``run_test`` headless hands over its pilot
+once the first screen is composed and painted), LocalQwen's home screen vs a bare Textual app with a header, a label and a footer.
 Web: from process start to the page and its config being served over HTTP, ``localqwen web`` vs
 a bare ``gr.Blocks`` with one textbox and one button. Median of a few runs each; goal <= 1.5.
 """
@@ -39,8 +39,8 @@ else:
     app = LocalQwenApp()
 
 async def main():
-    async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause()
+    # run_test hands over the pilot once the first screen is composed, laid out and painted.
+    async with app.run_test(size=(120, 40)):
         print(time.perf_counter() - start)
 asyncio.run(main())
 """
