@@ -30,7 +30,7 @@ def two_clusters(generator, n=256):
     return x, labels, maps
 
 
-def train(balance: str, steps: int = 150) -> dict:
+def train(balance: str, steps: int = 250) -> dict:
     torch.manual_seed(0)
     base = OneLayer()
     options = {"r": 2, "num_experts": EXPERTS, "top_k": 2, "balance": balance, "target_modules": ["proj"],

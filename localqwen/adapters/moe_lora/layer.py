@@ -40,6 +40,9 @@ def _classes() -> dict[str, type]:
 
     from localqwen.adapters.targets import adapter_device
 
+    def _cast(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        return tensor if tensor.dtype == dtype else tensor.to(dtype)  # skips a dispatch per call
+
     class _AuxLossGradient(torch.autograd.Function):
         """Returns ``output`` unchanged; in backward adds the Switch aux loss's gradient to ``probs``.
 
@@ -97,35 +100,40 @@ def _classes() -> dict[str, type]:
         def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             result = self.base_layer(x, *args, **kwargs)
             dtype = self.lora_A.dtype
-            tokens = x.to(dtype).reshape(-1, self.in_features)
+            tokens = _cast(x, dtype).reshape(-1, self.in_features)
             gates, probs, selected = self._route(tokens)
             low_rank = F.linear(self.dropout(tokens), self.lora_A).view(-1, self.num_experts, self.r)
-            low_rank = low_rank * (gates * self.scaling).t().to(dtype).unsqueeze(-1)  # scaling folded in
+            low_rank = low_rank * _cast(gates.t(), dtype).unsqueeze(-1)
             delta = F.linear(low_rank.view(-1, self.num_experts * self.r), self.lora_B)
             delta = delta.view(*x.shape[:-1], self.out_features)
             if self.training:
                 self.last_stats = {"probs": probs.detach(), "selected": selected}
                 if self.balance == "aux_loss" and self.aux_loss_coef > 0 and probs.requires_grad:
-                    load = selected.sum(dim=1, keepdim=True) / selected.sum()
-                    grad_scale = load * (self.aux_loss_coef * self.num_experts / probs.shape[1])
+                    tokens_count = probs.shape[1]
+                    # d aux / d p_in = c * E * f_i / N with f_i = (tokens routed to i) / (N * k)
+                    grad_scale = selected.sum(dim=1, keepdim=True) * (
+                        self.aux_loss_coef * self.num_experts / (tokens_count * tokens_count * self.top_k)
+                    )
                     delta = _AuxLossGradient.apply(delta, probs, grad_scale)
-            return result + delta.to(result.dtype)
+            return result + _cast(delta, result.dtype)
 
         def _route(self, tokens: torch.Tensor):
-            """Gates (E, N): top-k router probabilities per token (renormalised for k > 1), zero elsewhere.
+            """Gates (E, N): top-k router probabilities per token (renormalised for k > 1), zero
+            elsewhere, times the LoRA scaling.
 
             Kept experts-first: softmax and top-k over a length-E last axis are several times
             slower on CPU than over the first axis of an (E, N) tensor.
             """
-            probs = (self.router.weight @ tokens.t()).float().softmax(dim=0)
+            probs = _cast(self.router.weight @ tokens.t(), torch.float32).softmax(dim=0)
             scores = probs + self.routing_bias.unsqueeze(-1) if self.balance == "bias" else probs
-            kth_best = scores.topk(self.top_k, dim=0).values[-1:]
-            selected = scores >= kth_best  # (an exact tie keeps every tied expert)
+            selected = scores >= scores.topk(self.top_k, dim=0).values[-1:]  # an exact tie keeps all tied
             gates = probs * selected
             if self.top_k > 1:
-                gates = gates / gates.sum(dim=0, keepdim=True).clamp_min(1e-9)
-            # top-1 keeps the raw probability (Switch Transformer): renormalised it would be the constant
-            # 1 and the router would get no gradient from the task at all.
+                gates = gates * (self.scaling / gates.sum(dim=0, keepdim=True))
+            else:
+                # top-1 keeps the raw probability (Switch Transformer): renormalised it would be the
+                # constant 1 and the router would get no gradient from the task at all.
+                gates = gates * self.scaling
             return gates, probs, selected
 
         @torch.no_grad()

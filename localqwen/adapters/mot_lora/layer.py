@@ -120,11 +120,12 @@ def _classes() -> dict[str, type]:
 
         def forward(self, x: torch.Tensor, *args: Any, **kwargs: Any) -> torch.Tensor:
             result = self.base_layer(x, *args, **kwargs)
-            low_rank = F.linear(self.dropout(x.to(self.lora_A.dtype)), self.lora_A)
+            dtype = self.lora_A.dtype
+            low_rank = F.linear(self.dropout(x if x.dtype == dtype else x.to(dtype)), self.lora_A)
             if low_rank.dim() == 3:
                 low_rank = self._mix(low_rank)
             delta = F.linear(low_rank, self.lora_B) * self.scaling
-            return result + delta.to(result.dtype)
+            return result + (delta if delta.dtype == result.dtype else delta.to(result.dtype))
 
         def _mix(self, states: torch.Tensor) -> torch.Tensor:
             """Causal depthwise conv over (batch, seq, r) states, continuing cached sequences."""
