@@ -23,7 +23,7 @@ def expected_shapes(in_features: int, out_features: int, config: MoTLoRAConfig) 
     return {
         "lora_A": (config.r, in_features),
         "lora_B": (out_features, config.r),
-        "mixer": (config.r, 1, config.kernel_size),
+        "mixer": (config.r, config.kernel_size),
     }
 
 
@@ -111,9 +111,9 @@ def _classes() -> dict[str, type]:
             self.lora_A = nn.Parameter(torch.empty(self.r, self.in_features, device=device))
             nn.init.kaiming_uniform_(self.lora_A, a=math.sqrt(5))
             self.lora_B = nn.Parameter(torch.zeros(self.out_features, self.r, device=device))
-            # conv1d layout (channels, 1, K); tap K-1 is the current token. Identity start = plain LoRA.
-            mixer = torch.zeros(self.r, 1, self.kernel_size, device=device)
-            mixer[:, 0, -1] = 1.0
+            # (r, K) taps per low-rank channel; the last tap is the current token. Identity start = LoRA.
+            mixer = torch.zeros(self.r, self.kernel_size, device=device)
+            mixer[:, -1] = 1.0
             self.mixer = nn.Parameter(mixer)
             self.dropout = nn.Dropout(config.dropout) if config.dropout > 0 else nn.Identity()
             self.stream = stream
@@ -123,8 +123,10 @@ def _classes() -> dict[str, type]:
             dtype = self.lora_A.dtype
             low_rank = F.linear(self.dropout(x if x.dtype == dtype else x.to(dtype)), self.lora_A)
             if low_rank.dim() == 3:
-                low_rank = self._mix(low_rank)
-            delta = F.linear(low_rank, self.lora_B) * self.scaling
+                low_rank = self._mix(low_rank)  # the LoRA scaling is folded into the (r, K) taps
+            else:
+                low_rank = low_rank * self.scaling
+            delta = F.linear(low_rank, self.lora_B)
             return result + (delta if delta.dtype == result.dtype else delta.to(result.dtype))
 
         def _mix(self, states: torch.Tensor) -> torch.Tensor:
@@ -139,7 +141,7 @@ def _classes() -> dict[str, type]:
                 if stream.continuing:
                     history = stream.tails.get(id(self))
             if width == 0:
-                return states * self.mixer[:, 0, 0]
+                return states * (self.mixer[:, 0] * self.scaling)
             if history is None:
                 window = F.pad(states, (0, 0, width, 0))  # left padding only: no future tokens
             else:
@@ -153,7 +155,7 @@ def _classes() -> dict[str, type]:
                 stream.tails[id(self)] = window[:, -width:].detach()
             # (batch, seq, r, K) sliding views times the per-channel taps: a depthwise causal conv.
             # Measured faster on CPU than grouped conv1d for these small r (fewer, cheaper backward ops).
-            return (window.unfold(1, self.kernel_size, 1) * self.mixer[:, 0, :]).sum(dim=-1)
+            return (window.unfold(1, self.kernel_size, 1) * (self.mixer * self.scaling)).sum(dim=-1)
 
         def extra_repr(self) -> str:
             return f"r={self.r}, kernel_size={self.kernel_size}, in={self.in_features}, out={self.out_features}"
