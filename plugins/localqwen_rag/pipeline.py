@@ -46,11 +46,14 @@ class PipelineDeps:
 class _Steps:
     """Times agent steps and records them in the trajectory."""
 
-    def __init__(self, trajectory: Trajectory) -> None:
+    def __init__(self, trajectory: Trajectory, cancel=None) -> None:
         self.trajectory = trajectory
+        self.cancel = cancel
         self.count: dict[str, int] = {}
 
     def start(self, agent: str, title: str) -> tuple[events.Step, str, float]:
+        if self.cancel is not None:
+            self.cancel.raise_if_cancelled()  # stop between agents, not only inside generation
         self.count[agent] = self.count.get(agent, 0) + 1
         step_id = agent if self.count[agent] == 1 else f"{agent}-{self.count[agent]}"
         return events.Step(step=step_id, title=title), step_id, time.monotonic()
@@ -69,7 +72,7 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
     trajectory = Trajectory(question.text, route.topology, route.roles, route.source, reasoning=route.reasoning,
                             has_image=bool(question.image), use_kb=question.use_kb,
                             knowledge_base=getattr(deps.kb, "name", "") or "")
-    steps = _Steps(trajectory)
+    steps = _Steps(trajectory, deps.llm.cancel)
     turn: dict[str, Any] = {"question": question.text, "topology": route.topology, "router_source": route.source}
     try:
         step, sid, t0 = steps.start("router", "Router")
@@ -108,6 +111,8 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
             elapsed_s=time.monotonic() - started)
     finally:
         trajectory.latency_s = round(time.monotonic() - started, 4)
+        if deps.llm.cancel is not None and deps.llm.cancel.cancelled:
+            trajectory.outcome, trajectory.outcome_reasons = "cancelled", [deps.llm.cancel.reason]
         deps.log.append(trajectory)
         turn["verdicts"] = trajectory.verdicts
         deps.session.setdefault("turns", []).append(turn)

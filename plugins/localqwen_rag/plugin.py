@@ -123,6 +123,13 @@ class RagPlugin(Plugin):
             yield events.Error(message=f"image not found: {image}", field="image")
             return
 
+        rerank: bool | str = False
+        if form.rerank:
+            rerank = config.reranker or False
+            if not rerank:
+                yield events.Warning(message="rerank is on but no cross-encoder is configured "
+                                             "([plugins.rag] reranker); searching without it")
+
         def llm_for(model: str, task: str) -> LLM:
             engine = ctx.services.engine(model or None, task=task)
             return LLM(engine, max_new_tokens=form.max_new_tokens, cancel=ctx.cancel)
@@ -139,8 +146,7 @@ class RagPlugin(Plugin):
             llm=text_llm,
             vision_llm=lambda: llm_for(form.vision_model or config.vision_model, "vision"),
             kb=kb,
-            knowledge=KnowledgeSettings(k=form.k, rerank=(config.reranker or True) if form.rerank else False,
-                                        min_similarity=config.min_similarity),
+            knowledge=KnowledgeSettings(k=form.k, rerank=rerank, min_similarity=config.min_similarity),
             log=TrajectoryLog(ctx.data_dir / "trajectories"),
             reports_dir=ctx.outputs_dir / "reports",
             session=session,

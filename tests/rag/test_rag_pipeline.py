@@ -169,3 +169,20 @@ def test_router_model_reply_falls_back_to_rules(setup, tiny_engine):
     deps, kb, tmp = setup
     collected, done = run(Question("What is LDL?"), deps(router=LLM(tiny_engine, max_new_tokens=8)))
     assert done.result["topology"] == "single" and done.result["router_source"] == "rules (router reply unusable)"
+
+
+def test_cancel_stops_between_agents_and_is_logged(setup, tiny_engine):
+    from localqwen.plugin_api import Cancelled, CancelToken
+
+    deps, kb, tmp = setup
+    cancel = CancelToken()
+    collected = []
+    with pytest.raises(Cancelled):
+        for event in run_question(Question("What do statins do?", topology="centralized"),
+                                  deps(llm=LLM(tiny_engine, max_new_tokens=8, cancel=cancel))):
+            collected.append(event)
+            if isinstance(event, events.Step) and event.step == "planner" and event.status == "finished":
+                cancel.cancel("user pressed stop")
+    assert "manager" not in [e.step for e in collected if isinstance(e, events.Step)]
+    record = TrajectoryLog(tmp / "trajectories").read()[-1]
+    assert record["outcome"] == "cancelled" and record["outcome_reasons"] == ["user pressed stop"]
