@@ -186,3 +186,21 @@ def test_cancel_stops_between_agents_and_is_logged(setup, tiny_engine):
     assert "manager" not in [e.step for e in collected if isinstance(e, events.Step)]
     record = TrajectoryLog(tmp / "trajectories").read()[-1]
     assert record["outcome"] == "cancelled" and record["outcome_reasons"] == ["user pressed stop"]
+
+
+def test_web_view_shows_agent_panels_topology_and_citations(setup):
+    """The web frontend's run view (plain Python) renders an ask run: one panel per agent with its
+    timing, the router's chosen topology, the answer with numbered sources and the sources table."""
+    from localqwen.web.event_renderer import RunView
+
+    deps, kb, tmp = setup
+    view = RunView(allowed_roots=[tmp])
+    for event in run_question(Question("Which drug prevents blood clots after a heart attack?",
+                                       topology="centralized"), deps()):
+        view.add(event)
+    page = view.markdown()
+    for title in ("Router", "Tools", "Planner", "Manager", "Knowledge", "Responder", "Reviewer", "Responder (rewrite)"):
+        assert f"✅ {title} (" in page
+    assert "centralized (forced)" in page
+    assert "Sources:\n[1] " in view.text and "aspirin.pdf" in view.text
+    assert view.table_value() is not None and view.done.result["topology"] == "centralized"
