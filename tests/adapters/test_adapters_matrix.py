@@ -108,9 +108,11 @@ VL_TEXT_LAYERS = [  # tiny Qwen3-VL text decoder: hidden 64, 4 heads x 16, 2 kv 
 ]
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_tiny_qwen3_vl_matrix(method, tiny_qwen3_vl_path, tmp_path):
-    four_bit = method == "qlora"
+VL_CASES = [(m, m == "qlora") for m in METHODS] + [("moe-lora", True), ("mot-lora", True)]
+
+
+@pytest.mark.parametrize(("method", "four_bit"), VL_CASES, ids=[f"{m}{'-4bit' * b}" for m, b in VL_CASES])
+def test_tiny_qwen3_vl_matrix(method, four_bit, tiny_qwen3_vl_path, tmp_path):
     torch.manual_seed(0)
     ids = torch.randint(0, 500, (2, 8))
     mask = torch.ones_like(ids)
@@ -150,3 +152,31 @@ def test_shape_formula_matches_the_injected_model(method, tiny_qwen3_vl_path):
     shapes = qwen3_text_layers(hidden=64, layers=2, heads=4, kv_heads=2, head_dim=16, intermediate=128,
                                mlp=method != "ia3")
     assert info.trainable_params == trainable_params(method, shapes, options)
+
+
+@pytest.mark.parametrize("method", ["moe-lora", "mot-lora"])
+def test_bf16_base_keeps_its_dtype_and_float32_adapters(method):
+    ids = torch.randint(0, 32, (2, 6))
+    base = tiny_net("linear").to(torch.bfloat16)
+    with torch.no_grad():
+        reference = base(ids)
+    model = apply_adapter(base, method, {"target_modules": TINY_TARGETS}).model
+    assert all(p.dtype == torch.float32 for p in model.parameters() if p.requires_grad)
+    out = model(ids)
+    assert out.dtype == torch.bfloat16
+    torch.testing.assert_close(out, reference, atol=0, rtol=0)
+    out.float().square().mean().backward()
+    assert model.q_proj.lora_B.grad is not None and model.q_proj.lora_B.grad.dtype == torch.float32
+
+
+def test_mot_kernel_size_one_is_plain_lora():
+    ids = torch.randint(0, 32, (2, 6))
+    mot = apply_adapter(tiny_net("linear"), "mot-lora", {"kernel_size": 1, "target_modules": TINY_TARGETS}).model
+    lora = apply_adapter(tiny_net("linear"), "lora", {"target_modules": TINY_TARGETS}).model
+    with torch.no_grad():
+        for name in TINY_TARGETS:  # same low-rank weights in both
+            peft_layer = lora.base_model.model.get_submodule(name)
+            getattr(mot, name).lora_A.copy_(peft_layer.lora_A["default"].weight)
+            getattr(mot, name).lora_B.normal_()
+            peft_layer.lora_B["default"].weight.copy_(getattr(mot, name).lora_B)
+        torch.testing.assert_close(mot(ids), lora(ids), atol=1e-6, rtol=1e-6)
