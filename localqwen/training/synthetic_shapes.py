@@ -49,9 +49,11 @@ def draw(scene: ShapeScene, size: int, rng: random.Random) -> Any:
 
     image = Image.new("RGB", (size, size), BACKGROUNDS[scene.background])
     pen = ImageDraw.Draw(image)
-    extent = rng.uniform(0.55, 0.75) * size
-    cx = size / 2 + rng.uniform(-0.05, 0.05) * size
-    cy = size / 2 + rng.uniform(-0.05, 0.05) * size
+    # Large shapes: the corners of the image then tell a square (filled) from a circle (empty)
+    # from a triangle (bottom only), which a small vision tower picks up quickly.
+    extent = rng.uniform(0.8, 0.95) * size
+    cx = size / 2 + rng.uniform(-0.03, 0.03) * size
+    cy = size / 2 + rng.uniform(-0.03, 0.03) * size
     half = extent / 2
     box = (cx - half, cy - half, cx + half, cy + half)
     fill = COLORS[scene.color]
@@ -101,6 +103,7 @@ def build_shapes_dataset(
     colors: list[str] | None = None,
     shapes: list[str] | None = None,
     backgrounds: list[str] | None = None,
+    rejected_style: str | None = None,
 ) -> Path:
     """Write images plus ``train.jsonl`` and ``eval.jsonl`` into ``out_dir``; returns train.jsonl.
 
@@ -113,9 +116,10 @@ def build_shapes_dataset(
         scenes = random_scenes(count, rng, colors, shapes, backgrounds)
         images = _write_images(scenes, out / "images", f"{split}_{style}_{objective}", image_size, rng)
         if objective == "dpo":
-            rows = [dpo_row(image, scene, style, rng, colors, shapes) for image, scene in zip(images, scenes, strict=False)]
+            rows = [dpo_row(image, scene, style, rng, colors, shapes, rejected_style)
+                    for image, scene in zip(images, scenes, strict=True)]
         else:
-            rows = [sft_row(image, scene.caption(style)) for image, scene in zip(images, scenes, strict=False)]
+            rows = [sft_row(image, scene.caption(style)) for image, scene in zip(images, scenes, strict=True)]
         path = out / f"{split}.jsonl"
         atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
         files[split] = path
@@ -123,9 +127,16 @@ def build_shapes_dataset(
 
 
 def dpo_row(image: str, scene: ShapeScene, style: str, rng: random.Random,
-            colors: list[str] | None = None, shapes: list[str] | None = None) -> dict[str, Any]:
+            colors: list[str] | None = None, shapes: list[str] | None = None,
+            rejected_style: str | None = None) -> dict[str, Any]:
+    """Chosen: the true caption in ``style``. Rejected: a wrong colour or shape, or (half of the time,
+    when ``rejected_style`` is given) the true caption in that other style."""
     colors = colors or list(COLORS)
     shapes = shapes or list(SHAPES)
+    if rejected_style is not None and rng.random() < 0.5:
+        wrong_caption = scene.caption(rejected_style)
+        return {"prompt": [{"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": PROMPT}]}],
+                "chosen": scene.caption(style), "rejected": wrong_caption}
     if rng.random() < 0.5 and len(colors) > 1:
         wrong = ShapeScene(rng.choice([c for c in colors if c != scene.color]), scene.shape, scene.background)
     else:

@@ -73,7 +73,7 @@ def _losses(log):
 
 @pytest.mark.slow
 def test_sigterm_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(tmp_path, tiny_qwen3_path):
-    steps = 12
+    steps = 8
     (tmp_path / "a").mkdir()
     straight = _config(tmp_path / "a", tiny_qwen3_path, max_steps=steps)
     assert run_job(straight).status == "ok"
@@ -87,7 +87,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(tmp_
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     for line in process.stdout:
         event = ev.event_from_json(line)
-        if isinstance(event, ev.Metric) and event.step >= 4:
+        if isinstance(event, ev.Metric) and event.step >= 3:
             process.send_signal(signal.SIGTERM)
             break
     process.stdout.read()
@@ -95,7 +95,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(tmp_
     done = read_progress(interrupted.progress_log)[-1]
     assert done.status == "cancelled" and "SIGTERM" in done.summary
     stopped_at = done.result["step"]
-    assert 4 <= stopped_at < steps
+    assert 3 <= stopped_at < steps
     assert Path(done.result["checkpoint"]).name == f"checkpoint-{stopped_at}"
 
     # Resuming in this process is the same code path as `--resume`, without another interpreter start.

@@ -49,7 +49,7 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     assert any(isinstance(e, ev.Table) and e.rows[0][:1] == ["synthetic-shapes"] for e in events)
 
     _run(bench, "method", method="lora", rank=4)
-    events, done = _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=8, max_length=64)
+    events, done = _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=4, max_length=64)
     assert done.status == "ok", done.summary
     assert any(isinstance(e, ev.Table) and e.title == "Memory estimate (GiB)" for e in events)
     written = next(e for e in events if isinstance(e, ev.FileWritten))
@@ -62,16 +62,16 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     _events, done = _run(bench, "run")
     assert done.status == "failed" and "method, hyperparameters" in done.summary
     _run(bench, "method", method="lora", rank=4)
-    _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=8, max_length=64)
+    _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=4, max_length=64)
 
     events, done = _run(bench, "run")
     assert done.status == "ok", done.summary
     metrics = [e for e in events if isinstance(e, ev.Metric) and "loss" in e.values]
-    assert [m.step for m in metrics] == list(range(1, 9))
+    assert [m.step for m in metrics] == list(range(1, 5))
     assert any(isinstance(e, ev.Progress) and e.eta_s is not None for e in events)
     assert any(isinstance(e, ev.Image) for e in events)
 
-    events, done = _run(bench, "evaluate", compare_rows=2, max_rows=8, max_new_tokens=4, merge=True, export_gguf=True)
+    events, done = _run(bench, "evaluate", compare_rows=2, max_rows=4, max_new_tokens=4, merge=True, export_gguf=True)
     assert done.status == "ok", done.summary
     assert "eval_loss" in done.result and "exact_match" in done.result
     compare = next(e for e in events if isinstance(e, ev.Table) and e.title == "Base vs tuned")
