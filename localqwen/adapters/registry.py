@@ -32,7 +32,7 @@ from localqwen.adapters.peft_methods import (
     method_from_peft_config,
     peft_method_of,
 )
-from localqwen.adapters.targets import count_parameters
+from localqwen.adapters.targets import count_parameters, resolve_targets
 
 if TYPE_CHECKING:
     from torch import nn
@@ -84,6 +84,7 @@ def apply_adapter(model: nn.Module, method: str, options: dict[str, Any] | None 
     if method in OWN_METHODS:
         config_cls, _, inject = io.own_methods()[method]
         config = config_cls.from_dict({**options, "target_modules": targets})
+        resolve_targets(model, config.target_modules, include_vision=config.include_vision)  # fail before changing
         if is_4bit(model):
             from peft import prepare_model_for_kbit_training
 
