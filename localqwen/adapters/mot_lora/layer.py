@@ -62,7 +62,8 @@ class MixerStream:
         else:
             self.continuing = True
         self.past_length = past_length
-        mask = attention_mask if attention_mask is not None and attention_mask.dim() == 2 else None
+        # Only a 2-D (batch, length) padding mask is used; 4-D or dict masks (prepared by the model) are not.
+        mask = attention_mask if getattr(attention_mask, "ndim", None) == 2 else None
         # An all-ones mask (no padding) changes nothing: skip the multiply in every layer.
         self.mask = None if mask is None or bool(mask.all()) else mask
         self.chunk_len = 0
