@@ -158,7 +158,7 @@ def build_web_app(bench: Workbench | None = None) -> WebApp:
             with gr.Tab(t("nav.chat"), id="tab-chat"):
                 web.chat = chat_tab.build(bench)
             with gr.Tab(t("nav.models"), id="tab-models"):
-                tabs.models_tab(bench)
+                tabs.models_tab(bench, blocks)
             with gr.Tab(t("nav.jobs"), id="tab-jobs"):
                 tabs.jobs_tab(bench)
             with gr.Tab(t("nav.settings"), id="tab-settings"):

@@ -33,12 +33,14 @@ def _device(bench: Workbench) -> str:
         return f"⚠️ {exc}"
 
 
-def models_tab(bench: Workbench) -> None:
+def models_tab(bench: Workbench, blocks: Any) -> None:
     import gradio as gr
 
     table, problem, model_ids = _models_table(bench)
     gr.Markdown(f"### {t('models.device')}")
-    device = gr.Markdown(_device(bench), elem_id="device-report")
+    # Probing the machine can take seconds (it may import torch): done when the page loads.
+    device = gr.Markdown(t("home.loading"), elem_id="device-report")
+    blocks.load(lambda: _device(bench), outputs=[device], show_progress="hidden")
     gr.Markdown(f"### {t('models.catalog')}")
     problem_md = gr.Markdown(problem, elem_id="models-problem")
     models = gr.Dataframe(value=table, interactive=False, elem_id="models-table")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from textual import on
+from typing import Any
+
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
@@ -34,29 +36,36 @@ class ModelsScreen(BaseScreen):
             yield VerticalScroll(id="plugin-models")
         yield Footer()
 
-    async def on_mount(self) -> None:
-        await self.action_reload()
+    def on_mount(self) -> None:
+        self.action_reload()
 
-    async def action_reload(self) -> None:
+    def action_reload(self) -> None:
+        self.query_one("#device-report", Markdown).update(t("home.loading"))
+        self._probe()
+
+    @work(thread=True, exclusive=True, group="models-probe")
+    def _probe(self) -> None:
+        """Probing the machine can take seconds (it may import torch): never on the UI thread."""
         services = self.app.bench.services  # type: ignore[attr-defined]
         try:
             report = device_report(services)
         except RuntimeUnavailable as exc:
             report = f"⚠ {exc}"
+        try:
+            entries, problem = model_entries(services), ""
+        except RuntimeUnavailable as exc:
+            entries, problem = [], f"⚠ {exc}"
+        self.app.call_from_thread(self._show, report, entries, problem)
+
+    async def _show(self, report: str, entries: list[Any], problem: str) -> None:
         await self.query_one("#device-report", Markdown).update(report)
         table = self.query_one("#models-table", DataTable)
         table.clear(columns=True)
         table.add_columns(t("models.col_model"), t("models.col_kind"), t("models.col_present"), "")
-        problem = self.query_one("#models-problem", Static)
-        try:
-            entries = model_entries(services)
-            problem.update("")
-        except RuntimeUnavailable as exc:
-            entries = []
-            problem.update(f"⚠ {exc}")
+        self.query_one("#models-problem", Static).update(problem)
         for entry in entries:
             table.add_row(entry.title, entry.kind, "✓" if entry.present else "—", entry.detail, key=entry.model_id)
-        await self._plugin_choices([e.model_id for e in entries if e.kind == "chat" or e.kind == "vision"])
+        await self._plugin_choices([e.model_id for e in entries if e.kind in ("chat", "vision")])
 
     async def _plugin_choices(self, models: list[str]) -> None:
         bench = self.app.bench  # type: ignore[attr-defined]
