@@ -258,15 +258,22 @@ def _conversation_references(rows: list[Any], path: Path) -> dict[Path, list[str
             answer = next(m["content"] for m in messages if m["role"] == "assistant")
         except (KeyError, TypeError, StopIteration):
             raise ValueError(f"{path.name}: row {index} is not an image + caption conversation") from None
-        refs.setdefault(Path(image).resolve(), []).append(str(answer).strip())
+        image_path = Path(image).expanduser()
+        if not image_path.is_absolute():  # relative to the file, as the trainer reads it
+            image_path = path.parent / image_path
+        refs.setdefault(image_path.resolve(), []).append(str(answer).strip())
     return refs
 
 
 def conversation_prompt(path: Path) -> str | None:
     """The user prompt the conversation JSON was built with, to caption its test split the same way."""
     try:
-        rows = json.loads(Path(path).read_text(encoding="utf-8"))
-        parts = rows[0]["messages"][0]["content"]
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            first = json.loads(text)[0]
+        except json.JSONDecodeError:  # JSON lines
+            first = json.loads(text.splitlines()[0])
+        parts = first["messages"][0]["content"]
         return next(part["text"] for part in parts if part.get("type") == "text")
     except (ValueError, KeyError, IndexError, TypeError, StopIteration):
         return None

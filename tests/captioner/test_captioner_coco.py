@@ -112,3 +112,13 @@ def test_trainer_accepts_the_conversation_json(tmp_path):
     for path in (result.train_path, result.test_path):
         report = validate_rows(read_rows(path), "sft")
         assert report.ok and len(report.valid) == len(json.loads(path.read_text())), report.summary()
+
+
+def test_references_from_the_trainers_shapes_jsonl_resolve_relative_images(tmp_path):
+    from localqwen.training.synthetic_shapes import build_shapes_dataset
+
+    build_shapes_dataset(tmp_path / "shapes", n_train=3, n_eval=4)
+    refs = coco.read_references(tmp_path / "shapes" / "eval.jsonl")
+    assert len(refs) == 4 and all(path.is_file() for path in refs)
+    assert all(captions[0].startswith("a ") and "background" in captions[0] for captions in refs.values())
+    assert coco.conversation_prompt(tmp_path / "shapes" / "eval.jsonl") == "Describe the image."
