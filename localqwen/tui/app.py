@@ -9,17 +9,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 
 from localqwen.app import Workbench
-from localqwen.chat_session import ChatController
 from localqwen.i18n import current_language, set_language, t
-from localqwen.jobs import JobManager
 from localqwen.plugin_api import Plugin
 from localqwen.tui.screens.base import BaseScreen, retranslate_bindings
+
+if TYPE_CHECKING:
+    from localqwen.chat_session import ChatController
+    from localqwen.jobs import JobManager
 
 NAV_BINDINGS = [
     Binding("f1", "switch_mode('home')", "Home", id="nav.home"),
@@ -70,6 +73,8 @@ class LocalQwenApp(App[None]):
     @property
     def chat(self) -> ChatController:
         if self._chat is None:
+            from localqwen.chat_session import ChatController  # imported when the chat is first used
+
             self._chat = ChatController(self.bench.services)
         return self._chat
 
