@@ -142,3 +142,19 @@ def _to_rgb(image: PILImage) -> PILImage:
     if image.mode.startswith("I;16") or image.mode in ("I", "F"):
         image = image.point(lambda value: value / 256).convert("L")
     return image.convert("RGB")
+
+
+def write_preview(path: Path, target: Path, *, max_side: int = 512) -> Path:
+    """A small JPEG copy of ``path`` at ``target`` (kept if already there).
+
+    The web view serves only files under LocalQwen's own folders, so galleries show these
+    previews rather than the user's originals. Raises :class:`ImageLoadError` like :func:`load_image`.
+    """
+    from localqwen.atomic import atomic_open
+
+    if target.exists():
+        return target
+    image = load_image(path, max_side=max_side).image
+    with atomic_open(target, "wb", encoding=None) as handle:
+        image.save(handle, "JPEG", quality=85)
+    return target

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -151,8 +152,10 @@ class Captioner(Plugin):
         yield from caption_images(images, root, caption_fn, journal, options, ctx.cancel, summary)
         keys = {image_key(path, root) for path in images}
         records = [r for r in journal.records.values() if r.image in keys]
+        previews = ctx.outputs_dir / "previews" / _folder_id(source)
         for record in [r for r in records if r.status == "ok"][:GALLERY_SIZE]:
-            yield ev.Image(path=record.path, caption=f"{record.image}: {record.caption}")
+            yield ev.Image(path=_preview(Path(record.path), record.image, previews),
+                           caption=f"{record.image}: {record.caption}")
         yield ev.Table(title="Captions", columns=["image", "status", "caption or error"],
                        rows=[[r.image, r.status, r.caption or r.error] for r in sorted(records, key=lambda r: r.image)])
         yield ev.FileWritten(path=str(journal.csv_path), description="captions (CSV)")
@@ -201,7 +204,7 @@ class Captioner(Plugin):
             base, tuned = captions["base"].get(key, ""), captions["adapter"].get(key, "")
             reference = refs.get(path.resolve(), [""])[0]
             text = f"base: {base}\nadapter: {tuned}" + (f"\nreference: {reference}" if reference else "")
-            yield ev.Image(path=str(path), caption=text)
+            yield ev.Image(path=_preview(path, key, out_dir / "previews"), caption=text)
             rows.append([key, base, tuned] + ([reference] if refs else []))
         columns = ["image", "base", "adapter"] + (["reference"] if refs else [])
         yield ev.Table(title="Base vs adapter", columns=columns, rows=rows)
@@ -295,6 +298,17 @@ def _captioner(engine: Any, prompt: str, max_new_tokens: int, ctx: Context):
     from localqwen_captioner.engine_captions import engine_captioner
 
     return engine_captioner(engine, prompt, max_new_tokens=max_new_tokens, cancel=ctx.cancel)
+
+
+def _preview(path: Path, key: str, folder: Path) -> str:
+    """A gallery copy inside LocalQwen's outputs (the web view serves nothing else); else the original."""
+    from localqwen_captioner.images import ImageLoadError, write_preview
+
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+    try:
+        return str(write_preview(path, folder / f"{name}.jpg"))
+    except (ImageLoadError, OSError):
+        return str(path)
 
 
 def _model_label(engine: Any, requested: str) -> str:

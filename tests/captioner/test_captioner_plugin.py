@@ -74,7 +74,8 @@ def test_caption_folder_with_progress_errors_txt_and_resume(bench, tiny_qwen3_vl
     progress = [e for e in events if isinstance(e, ev.Progress)]
     assert progress[-1].done == 5 and progress[-1].unit == "image" and progress[-1].rate > 0
     assert any(isinstance(e, ev.Warning) and "broken.png" in e.message for e in events)
-    assert len([e for e in events if isinstance(e, ev.Image)]) == 4
+    gallery = [e for e in events if isinstance(e, ev.Image)]
+    assert len(gallery) == 4 and all(Path(e.path).is_relative_to(bench.paths.outputs_dir) for e in gallery)
     with open(done.result["csv"], encoding="utf-8") as handle:
         rows = {row["image"]: row for row in csv.DictReader(handle)}
     assert set(rows) == {"red_circle.png", "blue_square.jpg", "nested/green.jpg", "nested/yellow.webp",
@@ -129,6 +130,13 @@ def test_compare_base_and_adapter_with_references(bench, tiny_qwen3_vl_path, ada
     assert done.status == "ok", done.summary
     gallery = [e for e in events if isinstance(e, ev.Image)]
     assert len(gallery) == 3 and all("base: " in e.caption and "adapter: " in e.caption for e in gallery)
+    # The web view serves only LocalQwen's own folders: the gallery previews live there.
+    from localqwen.web.event_renderer import RunView
+
+    view = RunView(allowed_roots=[bench.paths.outputs_dir, bench.paths.uploads_dir])
+    for event in events:
+        view.add(event)
+    assert len(view.images) == 3 and all(Path(path).is_file() for path, _ in view.images)
     table = next(e for e in events if isinstance(e, ev.Table) and e.title == "Base vs adapter")
     assert table.columns == ["image", "base", "adapter", "reference"] and len(table.rows) == 3
     assert any(row[1] != row[2] for row in table.rows)  # the adapter changes what the model says
