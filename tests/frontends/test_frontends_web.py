@@ -183,7 +183,8 @@ def server(tmp_path_factory):
     port = choose_port("127.0.0.1", 17860)
     with socket.socket() as blocker:  # the wanted port is busy: the server must move on
         blocker.bind(("127.0.0.1", port))
-        process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)],
+        process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port),
+                                    "--max-upload", "1mb"],
                                    env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         url = None
         lines = []
@@ -218,6 +219,18 @@ def test_gradio_client_runs_the_test_plugin(server):
     assert "done" in status and text.startswith("from the client\nfrom the client")
     failed = client.predict("boom", api_name="/run_testplug_fail")
     assert "failed" in failed[1] and "boom" in failed[3]
+    # The jobs tab lists both runs (from SQLite) and reopens one.
+    import sqlite3
+
+    with sqlite3.connect(server["home"] / "data" / "localqwen.sqlite3") as db:
+        rows = db.execute("SELECT id, title, status FROM jobs ORDER BY created_at").fetchall()
+    assert [(title, status) for _, title, status in rows][-2:] == [("Test plugin › Echo", "ok"),
+                                                                    ("Test plugin › Fail", "failed")]
+    status, _progress, output = client.predict(rows[-2][0], api_name="/job_open")
+    assert "done" in status and "from the client" in output
+    # Settings: the language is saved to the config file.
+    assert "Reload" in client.predict("zh", api_name="/settings_language")
+    assert 'language = "zh"' in (server["home"] / "config" / "config.toml").read_text(encoding="utf-8")
 
 
 def test_files_outside_the_allowed_folders_are_refused(server):
@@ -239,6 +252,18 @@ def test_files_outside_the_allowed_folders_are_refused(server):
         assert "do not serve me" not in response.text
     response = httpx.get(f"{url}/gradio_api/file={served}")
     assert response.status_code == 200 and response.text == "fine to serve"
+
+
+def test_uploads_over_the_limit_are_refused(server):
+    import httpx
+
+    url = server["url"].rstrip("/")
+    small = httpx.post(f"{url}/gradio_api/upload", files={"files": ("note.txt", b"x" * 1000)})
+    assert small.status_code == 200
+    uploaded = Path(small.json()[0])
+    assert (server["home"] / "cache" / "gradio") in uploaded.parents  # the app's own cache folder
+    big = httpx.post(f"{url}/gradio_api/upload", files={"files": ("big.bin", b"x" * 2_000_000)})
+    assert big.status_code == 413
 
 
 def test_exposed_listening_without_auth_is_refused():
