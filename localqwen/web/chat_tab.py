@@ -7,6 +7,7 @@ import json
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from localqwen.app import Workbench
@@ -14,6 +15,7 @@ from localqwen.chat_history import message_images, message_text
 from localqwen.chat_session import ChatController
 from localqwen.i18n import t
 from localqwen.jobs import paced, run_in_background
+from localqwen.paths import ensure_within
 from localqwen.plugin_api import CancelToken
 from localqwen.plugin_api import events as ev
 
@@ -54,6 +56,7 @@ def tool_call_message(name: str, arguments: dict[str, Any], result: str | None =
 class ChatTab:
     bench: Workbench
     controller: ChatController
+    upload_roots: list[Path] = field(default_factory=list)
     _tokens: dict[int, CancelToken] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -82,6 +85,8 @@ class ChatTab:
         images = [f if isinstance(f, str) else f.get("path", "") for f in value.get("files") or []]
         token = self._token(session_id)
         try:
+            # Only files the browser uploaded (Gradio's upload folder, in the app cache) are accepted.
+            images = [str(ensure_within(self.upload_roots, image)) for image in images]
             stream = self.controller.send(session_id, value.get("text") or "", images, cancel=token)
         except ValueError as exc:
             yield self.show(session_id), gr.update(), f"⚠️ {exc}", gr.update()
@@ -154,7 +159,10 @@ class ChatTab:
 def build(bench: Workbench) -> ChatTab:
     import gradio as gr
 
-    tab = ChatTab(bench=bench, controller=ChatController(bench.services))
+    from localqwen.web.app import gradio_temp_dir
+
+    tab = ChatTab(bench=bench, controller=ChatController(bench.services),
+                  upload_roots=[gradio_temp_dir(bench.paths), bench.paths.uploads_dir])
     first = tab.controller.latest_or_new_session()
     with gr.Row():
         with gr.Column(scale=1, min_width=200):

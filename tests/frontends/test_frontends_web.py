@@ -147,6 +147,15 @@ def test_chat_handlers(web):
     assert len(list(web.chat.regenerate(session))[-1][0]) == 3
     assert web.chat.clear(session) == ([], "")
     assert web.chat.controller.history.messages(session) == []
+    # An image attachment: one from the upload folder is kept (copied into uploads), others refused.
+    from lqf_showcase.plugin import write_png
+
+    uploaded = write_png(web.upload_roots[0] / "cat.png")
+    frames = list(web.chat.send({"text": "what is it?", "files": [{"path": str(uploaded)}]}, session))
+    assert frames[-1][0][0]["content"]["path"].startswith(str(web.bench.paths.uploads_dir))
+    outside = write_png(web.bench.paths.data_dir / "private.png")
+    frames = list(web.chat.send({"text": "and this?", "files": [str(outside)]}, session))
+    assert "outside the allowed folders" in frames[-1][2]
 
 
 def test_launch_rules():
