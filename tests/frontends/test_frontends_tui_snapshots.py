@@ -76,6 +76,19 @@ def snapshot_app(frontend_plugins, monkeypatch):
     shutil.rmtree(FIXED_HOME, ignore_errors=True)
 
 
+async def showcase_run(app) -> None:
+    async with app.run_test(size=(120, 48)) as pilot:
+        app.open_action(app.bench.host.get("showcase"), "everything")
+        while not app.screen.query("#run"):
+            await pilot.pause(0.05)
+        await app.screen.action_run()
+        while app.screen.event_view.done is None:
+            await pilot.pause(0.05)
+        app.set_focus(None)
+        DOCS.mkdir(parents=True, exist_ok=True)
+        (DOCS / "tui_events.svg").write_text(await stable_screenshot(app, pilot), encoding="utf-8")
+
+
 def test_main_screens_match_snapshots(snapshot_app):
     async def scenario() -> dict[str, str]:
         app = snapshot_app()
@@ -102,6 +115,8 @@ def test_main_screens_match_snapshots(snapshot_app):
 
     shots = asyncio.run(scenario())
     again = asyncio.run(scenario())
+    if UPDATE:  # a README picture of a finished run (timings vary, so it is not compared)
+        asyncio.run(showcase_run(snapshot_app()))
     failures = []
     for name, svg in shots.items():
         assert _normalise(svg) == _normalise(again[name]), f"screen '{name}' is not deterministic"

@@ -319,5 +319,11 @@ def test_real_browser_runs_the_test_plugin(server, tmp_path):
         if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
             DOCS.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(shot, DOCS / "web_echo.png")
+            # A README picture of every event kind (the showcase plugin's "Everything" action).
+            driver.find_element(By.XPATH, "//button[@role='tab'][contains(., 'Showcase')]").click()
+            wait.until(ec.element_to_be_clickable((By.ID, "run-showcase-everything"))).click()
+            wait.until(ec.text_to_be_present_in_element((By.ID, "status-showcase-everything"), "done"))
+            time.sleep(1)  # let the plot and the gallery draw
+            driver.save_screenshot(str(DOCS / "web_events.png"))
     finally:
         driver.quit()
