@@ -1,7 +1,7 @@
 """Fine-tuning methods: full fine-tuning here; adapters come from ``localqwen.adapters.registry``.
 
-Until the adapters registry is importable, LoRA / DoRA / IA3 fall back to PEFT directly (same
-targets), so training keeps working; MoE-LoRA and MoT-LoRA need the registry.
+Where the adapters registry is not importable (a trimmed install), LoRA / QLoRA / DoRA / IA3 fall
+back to PEFT directly with the same targets; MoE-LoRA and MoT-LoRA need the registry.
 """
 
 from __future__ import annotations
@@ -67,8 +67,10 @@ def _language_targets(model: Any, names: list[str]) -> str:
 
 
 def _peft_fallback(model: Any, method: str, options: dict[str, Any]) -> Any:
-    from peft import IA3Config, LoraConfig, get_peft_model
+    from peft import IA3Config, LoraConfig, get_peft_model, prepare_model_for_kbit_training
 
+    if method == "qlora":
+        model = prepare_model_for_kbit_training(model)
     targets = options.get("target_modules") or DEFAULT_TARGETS
     if method == "ia3":
         config = IA3Config(target_modules=_language_targets(model, targets),

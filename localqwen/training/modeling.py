@@ -58,8 +58,4 @@ def load_model_and_processor(
         processor = AutoProcessor.from_pretrained(str(path), trust_remote_code=trust_remote_code)
     else:
         processor = AutoTokenizer.from_pretrained(str(path), trust_remote_code=trust_remote_code)
-    if quantize_4bit:
-        from peft import prepare_model_for_kbit_training
-
-        model = prepare_model_for_kbit_training(model)
-    return model, processor, vision
+    return model, processor, vision  # a 4-bit model is prepared for training by the adapter method

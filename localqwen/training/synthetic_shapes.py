@@ -28,6 +28,8 @@ PROMPT = "Describe the image."
 STYLES = {
     "plain": "a {color} {shape} on a {background} background",
     "tags": "shape={shape}; color={color}; background={background}",
+    # Same words as "plain", shorter: a style change a LoRA learns without new tokens.
+    "short": "a {color} {shape} on {background}",
 }
 
 

@@ -135,3 +135,19 @@ def test_bad_rows_stop_the_job_with_their_numbers_when_not_skipped(tmp_path, tin
     assert done.status == "failed"
     assert "row 3: empty answer" in done.summary
     assert read_progress(config.progress_log)[-1].status == "failed"
+
+
+@pytest.mark.parametrize("method", ["moe-lora", "ia3"])
+def test_adapter_methods_from_the_registry_train_and_reload(tmp_path, tiny_qwen3_path, method):
+    from transformers import AutoModelForCausalLM
+
+    from localqwen.training.methods import load_trained
+
+    config = _config(tmp_path, tiny_qwen3_path, max_steps=2)
+    config.method.name = method
+    config.method.options = {"r": 4} if method != "ia3" else {}
+    config.data.eval_fraction = 0.0
+    done = run_job(config)
+    assert done.status == "ok", done.summary
+    reloaded = load_trained(AutoModelForCausalLM.from_pretrained(tiny_qwen3_path), Path(done.result["final"]))
+    assert any("moe" in n or "ia3" in n for n, _ in reloaded.named_parameters())
