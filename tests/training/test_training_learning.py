@@ -17,7 +17,7 @@ from localqwen.training.shapes_proof import (
 )
 
 SIZES = ProofSizes(n_train=400, n_eval=40, epochs=3, learning_rate=2e-3, style_train=160, style_epochs=3,
-                   dpo_train=160, dpo_epochs=2, colors=["red", "blue"], shapes=["square", "triangle"],
+                   dpo_train=120, dpo_epochs=2, colors=["red", "blue"], shapes=["square", "triangle"],
                    backgrounds=["white", "black"], seed=1)
 
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from localqwen.app import Workbench
 from localqwen.plugin_api import events as ev
 from localqwen.training.config import load_job_config
@@ -24,7 +22,6 @@ def _rows(n):
                           {"role": "assistant", "content": ["zero", "one", "two"][i % 3]}]} for i in range(n)]
 
 
-@pytest.mark.slow
 def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_path, tiny_qwen3_path):
     bench = Workbench.create()
     data = tmp_path / "train.jsonl"
@@ -54,7 +51,7 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     assert any(isinstance(e, ev.Table) and e.title == "Memory estimate (GiB)" for e in events)
     written = next(e for e in events if isinstance(e, ev.FileWritten))
     config = load_job_config(written.path)  # what `localqwen train CONFIG` reruns
-    assert config.method.name == "lora" and config.training.max_steps == 8 and config.data.eval_fraction == 0.2
+    assert config.method.name == "lora" and config.training.max_steps == 4 and config.data.eval_fraction == 0.2
 
     # Going back keeps values but asks for the later steps again.
     _events, done = _run(bench, "back", step="method")
