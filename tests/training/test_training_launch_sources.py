@@ -1,0 +1,53 @@
+"""Launching (direct or `accelerate launch`), registered data sources, and bucketed batches."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from localqwen.training.config import parse_job_config
+from localqwen.training.data_sources import build_data_source, list_data_sources, register_data_source
+from localqwen.training.launch import job_command
+from localqwen.training.runner import prepare_data, run_job
+
+
+def test_one_device_runs_directly_several_gpus_use_accelerate(tmp_path):
+    config = tmp_path / "job.toml"
+    assert job_command(config, num_gpus=1) == [sys.executable, "-m", "localqwen.training.runner", str(config)]
+    command = job_command(config, resume=True, num_gpus=4)
+    assert command[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
+    assert command[-4:] == ["-m", "localqwen.training.runner", str(config), "--resume"]
+    written = (tmp_path / "accelerate.yaml").read_text()
+    assert "num_processes: 4" in written and "distributed_type: MULTI_GPU" in written
+
+
+def test_registered_sources_build_data_for_a_job(tmp_path):
+    def tiny_source(out_dir, n=3):
+        path = out_dir / "train.jsonl"
+        path.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"},
+                                                         {"role": "assistant", "content": f"a{i}"}]}) + "\n" for i in range(n)))
+        (out_dir / "eval.jsonl").write_text(path.read_text().splitlines()[0] + "\n")
+        return path
+
+    register_data_source("tiny-test", "A tiny test source", tiny_source)
+    assert {"synthetic-shapes", "tiny-test"} <= {s.name for s in list_data_sources()}
+    config = parse_job_config({"output_dir": str(tmp_path / "out"), "model": {"path": "unused"},
+                               "data": {"source": {"name": "tiny-test", "options": {"n": 5}}}})
+    data = prepare_data(config, None, lambda _e: None)
+    assert len(data.train) == 5 and len(data.eval) == 1  # the eval file beside train.jsonl is found
+
+    shapes = build_data_source("synthetic-shapes", tmp_path / "shapes", n_train=4, n_eval=2, objective="dpo")
+    rows = [json.loads(line) for line in shapes.read_text().splitlines()]
+    assert len(rows) == 4 and all(r["chosen"] != r["rejected"] for r in rows)
+    assert (tmp_path / "shapes" / rows[0]["prompt"][0]["content"][0]["image"]).exists()
+
+
+def test_bucketed_batches_train(tmp_path, tiny_qwen3_path):
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"messages": [{"role": "user", "content": "word " * (i % 7 + 1)},
+                                                     {"role": "assistant", "content": str(i)}]}) + "\n" for i in range(24)))
+    config = parse_job_config({"output_dir": str(tmp_path / "out"), "model": {"path": str(tiny_qwen3_path)},
+                               "data": {"train": str(data)}, "method": {"name": "full"},
+                               "training": {"max_steps": 3, "batch_size": 4, "batching": "bucket"},
+                               "tracking": {"swanlab": "off"}})
+    assert run_job(config).status == "ok"
