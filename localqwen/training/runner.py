@@ -439,7 +439,8 @@ def _run(config: JobConfig, resume: bool, log: JobLog, stop: StopFlag) -> ev.Don
     try:
         return _train_and_save(config, parts, checkpoint, log, stop)
     finally:
-        finish_swanlab()
+        if config.tracking.swanlab != "off":
+            finish_swanlab()
 
 
 def _train_and_save(config: JobConfig, parts: JobParts, checkpoint: Path | None, log: JobLog, stop: StopFlag) -> ev.Done:
