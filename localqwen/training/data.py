@@ -163,12 +163,8 @@ def _read_datasets_folder(path: Path) -> list[dict[str, Any]]:
     if isinstance(loaded, datasets.DatasetDict):
         split = "train" if "train" in loaded else next(iter(loaded))
         loaded = loaded[split]
-    return [_from_arrow(dict(row), path) for row in loaded]
-
-
-def _from_arrow(row: dict[str, Any], folder: Path) -> dict[str, Any]:
-    # Image features decode to PIL images; keep them (the collator accepts PIL images too).
-    return row
+    # Image features decode to PIL images; they stay as they are (the collator accepts them too).
+    return [dict(row) for row in loaded]
 
 
 def _read_modelscope(spec: str) -> list[dict[str, Any]]:
