@@ -27,6 +27,29 @@ def exact_match(predictions: list[str], references: list[str]) -> dict[str, floa
     return {"exact_match": hits / max(1, len(references))}
 
 
+_METRICS: dict[str, Metric] = {"exact_match": exact_match}
+
+
+def register_metric(name: str, metric: Metric) -> None:
+    """Plugins add task metrics here (e.g. the captioner's BLEU/ROUGE/CIDEr); the wizard lists them."""
+    if not name or not callable(metric):
+        raise ValueError("a metric needs a name and a callable metric(predictions, references) -> dict")
+    _METRICS[name] = metric
+
+
+def get_metric(name: str) -> Metric | None:
+    """The metric called ``name``; ``none`` (or empty) means loss only."""
+    if name in ("", "none"):
+        return None
+    if name not in _METRICS:
+        raise KeyError(f"unknown metric '{name}' (registered: {', '.join(sorted(_METRICS))}, or none)")
+    return _METRICS[name]
+
+
+def metric_names() -> list[str]:
+    return sorted(_METRICS)
+
+
 def split_prompt(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
     """(messages before the last assistant turn, that turn's text): what to prompt and expect."""
     messages = row["messages"]

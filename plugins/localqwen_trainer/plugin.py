@@ -73,7 +73,8 @@ class RunForm(Form):
 
 class EvaluateForm(Form):
     wizard: str = _wizard_field()
-    metric: Literal["exact_match", "none"] = field("exact_match", label="Task metric")
+    metric: str = field("exact_match", label="Task metric",
+                        help="exact_match, none, or a metric a plugin registered (localqwen.training.after.register_metric).")
     compare_rows: int = field(5, label="Rows to compare", ge=0, le=100, help="Base vs tuned answers side by side.")
     max_rows: int = field(100, label="Held-out rows to score", ge=1, le=10000, advanced=True)
     max_new_tokens: int = field(48, label="Max answer tokens", ge=1, le=2048, advanced=True)
@@ -294,7 +295,7 @@ class Trainer(Plugin):
             result["preference_accuracy"] = accuracy
             yield ev.Metric(step=0, values={"preference_accuracy": accuracy})
         else:
-            metric = after.exact_match if form.metric == "exact_match" else None
+            metric = after.get_metric(form.metric)
             yield ev.Step(step="eval", title=f"Scoring {len(rows)} held-out rows")
             scores = after.evaluate(tuned, tuned_processor, rows, metric=metric, max_new_tokens=form.max_new_tokens)
             values = {"eval_loss": scores.loss or float("nan"), **scores.metrics}
