@@ -70,7 +70,12 @@ def test_heavy_libraries_are_imported_inside_functions():
         rel = path.relative_to(ROOT)
         if "testing" in rel.parts:  # test helpers build models; they are never imported at start-up
             continue
-        bad = _top_level_imports(path) & set(HEAVY)
+        heavy = set(HEAVY)
+        if rel.parts[:2] in (("localqwen", "tui"), ("localqwen", "web")) or path.name in ("tui.py", "web.py"):
+            # A frontend's own modules subclass its toolkit at module level; they are imported
+            # only when that frontend starts (test_help_imports_no_heavy_library checks start-up).
+            heavy -= {"textual", "gradio"}
+        bad = _top_level_imports(path) & heavy
         if bad:
             offenders.append(f"{rel}: {sorted(bad)}")
     assert not offenders, offenders

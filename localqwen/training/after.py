@@ -42,12 +42,22 @@ def get_metric(name: str) -> Metric | None:
     if name in ("", "none"):
         return None
     if name not in _METRICS:
+        _load_plugin_metrics()
+    if name not in _METRICS:
         raise KeyError(f"unknown metric '{name}' (registered: {', '.join(sorted(_METRICS))}, or none)")
     return _METRICS[name]
 
 
 def metric_names() -> list[str]:
+    _load_plugin_metrics()
     return sorted(_METRICS)
+
+
+def _load_plugin_metrics() -> None:
+    # Plugins register metrics from the same entry points as their data sources.
+    from localqwen.training.data_sources import load_plugin_extensions
+
+    load_plugin_extensions()
 
 
 def split_prompt(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:

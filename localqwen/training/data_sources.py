@@ -1,7 +1,9 @@
 """Registered dataset generators ("data sources") that the trainer wizard and job configs can use.
 
 A plugin registers one with ``register_data_source(name, title, builder)``; ``builder(out_dir,
-**options)`` writes a dataset file into ``out_dir`` and returns its path.
+**options)`` writes a dataset file into ``out_dir`` and returns its path. So that a bare
+``localqwen train`` (which loads no plugin) also knows them, a package names its ``register()``
+function in the ``localqwen.data_sources`` entry-point group; those are loaded on first lookup.
 """
 
 from __future__ import annotations
@@ -31,11 +33,31 @@ def register_data_source(name: str, title: str, builder: Builder) -> None:
     _SOURCES[name] = DataSource(name, title, builder)
 
 
+ENTRY_POINT_GROUP = "localqwen.data_sources"
+_loaded_entry_points: set[str] = set()
+failures: dict[str, str] = {}
+
+
 def _register_builtins() -> None:
     if "synthetic-shapes" not in _SOURCES:
         from localqwen.training.synthetic_shapes import data_source_builder
 
         register_data_source("synthetic-shapes", "Synthetic coloured shapes (image captions)", data_source_builder)
+    load_plugin_extensions()
+
+
+def load_plugin_extensions() -> None:
+    """Run each installed package's training ``register()`` (data sources, task metrics), once."""
+    from importlib import metadata
+
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in _loaded_entry_points:
+            continue
+        _loaded_entry_points.add(ep.name)
+        try:
+            ep.load()()
+        except Exception as exc:  # one broken package must not hide the other sources
+            failures[ep.name] = f"{type(exc).__name__}: {exc}"
 
 
 def list_data_sources() -> list[DataSource]:

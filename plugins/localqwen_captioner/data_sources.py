@@ -39,3 +39,7 @@ def register() -> None:
     except ImportError:
         return
     register_data_source(COCO_SOURCE, "COCO 2014 captions (ModelScope or a caption CSV)", build_coco_captions)
+    from localqwen.training.after import register_metric
+    from localqwen_captioner.metrics import caption_metric
+
+    register_metric("caption", caption_metric)  # BLEU-4 / ROUGE-L / CIDEr in the wizard's evaluate step

@@ -17,11 +17,8 @@ from typing import Any, Literal
 from localqwen.atomic import atomic_write_text
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
-from localqwen_captioner import data_sources
 from localqwen_captioner.batch import BatchOptions, BatchSummary, CaptionJournal, caption_images, image_key
 from localqwen_captioner.images import IMAGE_EXTENSIONS, find_images
-
-data_sources.register()  # the trainer's wizard and job configs can then build COCO caption data
 
 Preset = Literal["short", "detailed", "coco", "tags", "chinese", "custom"]
 GALLERY_SIZE = 12  # images shown with their captions after a folder run

@@ -12,9 +12,6 @@ from pydantic import BaseModel
 
 from localqwen.atomic import atomic_write_text
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
-from localqwen_rag import data_sources
-
-data_sources.register()  # the trainer's wizard and job configs can then build router SFT / DPO data
 
 
 class RagConfig(BaseModel):

@@ -43,7 +43,7 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     assert problems.rows == [[6, "empty answer (assistant message 2)"]]
     preview = next(e for e in events if isinstance(e, ev.Table) and e.title == "Preview")
     assert len(preview.rows) == 3 and preview.rows[0][3] == "zero"
-    assert any(isinstance(e, ev.Table) and e.rows[0][:1] == ["synthetic-shapes"] for e in events)
+    assert any(isinstance(e, ev.Table) and ["synthetic-shapes"] in [r[:1] for r in e.rows] for e in events)
 
     _run(bench, "method", method="lora", rank=4)
     events, done = _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=4, max_length=64)
@@ -79,3 +79,14 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
 
     _events, done = _run(bench, "status")
     assert done.result["next_step"] is None
+
+
+def test_plugin_data_sources_and_metrics_are_found_without_loading_plugins():
+    """A bare `localqwen train` loads no plugin; entry points still bring their sources and metrics."""
+    from localqwen.training import after
+    from localqwen.training.data_sources import list_data_sources
+
+    names = {source.name for source in list_data_sources()}
+    assert {"synthetic-shapes", "coco-captions", "rag-router-sft", "rag-router-dpo"} <= names
+    scores = after.get_metric("caption")(["a red circle"], ["a red circle"])
+    assert scores and all(value > 0 for value in scores.values())
