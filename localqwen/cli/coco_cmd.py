@@ -19,36 +19,17 @@ def register(app: typer.Typer) -> None:
 
 
 def _run(action_id: str, values: dict[str, Any], as_json: bool) -> None:
-    from localqwen.cli.common import workbench
-    from localqwen.cli.event_printer import EventPrinter
-    from localqwen.plugin_api import CancelToken, FormError, PluginLoadError
-    from localqwen.plugin_api import events as ev
+    from localqwen.cli.common import run_and_print, workbench
+    from localqwen.plugin_api import PluginLoadError
 
     bench = workbench()
-    printer = EventPrinter(as_json=as_json)
-    cancel = CancelToken()
     try:
-        stream = bench.run("captioner", action_id, {k: v for k, v in values.items() if v is not None}, cancel=cancel)
+        bench.host.get("captioner")
     except (KeyError, PluginLoadError) as exc:
         typer.secho(f"error: the captioner plugin is not available: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None
-    except FormError as exc:
-        for name, message in exc.errors.items():
-            printer(ev.Error(message=message, field="--" + name.replace("_", "-")))
-        raise typer.Exit(2) from None
-    status = "failed"
-    try:
-        for event in stream:
-            printer(event)
-            if isinstance(event, ev.Done):
-                status = event.status
-    except KeyboardInterrupt:
-        cancel.cancel("interrupted (Ctrl-C)")
-        printer(ev.Done(status="cancelled", summary="interrupted (Ctrl-C)"))
-        status = "cancelled"
-    finally:
-        printer.close()
-    raise typer.Exit({"ok": 0, "failed": 1, "cancelled": 130}[status])
+    values = {k: v for k, v in values.items() if v is not None}
+    raise typer.Exit(run_and_print(bench, "captioner", action_id, values, as_json))
 
 
 @coco_app.command("download")

@@ -26,11 +26,9 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
 ) -> None:
     """Run a plugin action with options generated from its form. `run PLUGIN ACTION --help` lists them."""
-    from localqwen.cli.common import workbench
-    from localqwen.cli.event_printer import EventPrinter
+    from localqwen.cli.common import run_and_print, workbench
     from localqwen.cli.form_options import form_command
-    from localqwen.plugin_api import CancelToken, FormError, PluginLoadError
-    from localqwen.plugin_api import events as ev
+    from localqwen.plugin_api import PluginLoadError
 
     args = list(ctx.args)
     wants_help = "--help" in args or "-h" in args
@@ -65,26 +63,4 @@ def run(
     if not isinstance(values, dict):  # click printed --help and returned its exit code
         raise typer.Exit(values or 0)
 
-    printer = EventPrinter(as_json=as_json)
-    cancel = CancelToken()
-    try:
-        stream = bench.run(plugin_id, action_id, values, cancel=cancel)
-    except FormError as exc:
-        for name, message in exc.errors.items():
-            flag = "--" + name.replace("_", "-")
-            printer(ev.Error(message=message, field=flag))
-        raise typer.Exit(2) from None
-
-    status = "failed"
-    try:
-        for event in stream:
-            printer(event)
-            if isinstance(event, ev.Done):
-                status = event.status
-    except KeyboardInterrupt:
-        cancel.cancel("interrupted (Ctrl-C)")
-        printer(ev.Done(status="cancelled", summary="interrupted (Ctrl-C)"))
-        status = "cancelled"
-    finally:
-        printer.close()
-    raise typer.Exit({"ok": 0, "failed": 1, "cancelled": 130}[status])
+    raise typer.Exit(run_and_print(bench, plugin_id, action_id, values, as_json))

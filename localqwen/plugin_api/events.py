@@ -123,6 +123,18 @@ def event_from_json(text: str) -> Any:
     return _EVENT_ADAPTER.validate_json(text)
 
 
+def format_eta(seconds: float | None) -> str:
+    """A short human ETA for progress bars in every frontend: 45s, 3m05s, 1h02m."""
+    if seconds is None:
+        return ""
+    seconds = int(round(seconds))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
 class ProgressTracker:
     """Turns "n of total done" into Progress events with a smoothed rate and an ETA."""
 

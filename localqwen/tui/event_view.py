@@ -18,20 +18,12 @@ from textual.widgets import Collapsible, DataTable, Label, Log, Markdown, Progre
 
 from localqwen.i18n import t
 from localqwen.plugin_api import events as ev
+from localqwen.plugin_api.events import format_eta
 from localqwen.tui.widgets.image_block import ImageBlock, file_link
 
 METRIC_POINTS = 200  # the sparkline shows the most recent points
 
 
-def format_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    seconds = int(round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
 
 
 def progress_text(event: ev.Progress) -> str:

@@ -16,17 +16,7 @@ from typing import Any
 from localqwen.i18n import t
 from localqwen.paths import PathOutsideRoot, ensure_within
 from localqwen.plugin_api import events as ev
-
-
-def format_eta(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    seconds = int(round(seconds))
-    if seconds >= 3600:
-        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
-    if seconds >= 60:
-        return f"{seconds // 60}m{seconds % 60:02d}s"
-    return f"{seconds}s"
+from localqwen.plugin_api.events import format_eta
 
 
 @dataclass
