@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import bitsandbytes  # noqa: E402,F401 - in the test extra; CPU 4-bit works with it
 import pytest
 import torch
 from adapter_models import TINY_LAYERS, TINY_TARGETS, load_tiny_vl, randomize_adapters, tiny_net
 
 from localqwen.adapters import METHODS, AdapterError, apply_adapter, load_adapter, save_adapter
 
-pytest.importorskip("bitsandbytes")
 KINDS = ["linear", "linear4bit"]
 OPTIONS = {
     "lora": {"r": 4},

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from rag_helpers import docs_folder
 
 from localqwen.app import Workbench
@@ -66,8 +65,6 @@ def test_plugin_actions_through_the_workbench(tmp_path, monkeypatch):
     assert exported[-1].result["trajectories"] == 0 and len([e for e in exported if isinstance(e, events.FileWritten)]) == 2
 
 
-@pytest.mark.skipif(not hasattr(__import__("localqwen.services").services.Services, "engine"),
-                    reason="waits for the runtime's Services.engine (CONTRACTS: ctx.engine(model, task=...))")
 def test_ask_action_end_to_end(tmp_path, tiny_qwen3_path):
     folder = docs_folder(tmp_path)
     workbench = Workbench.create()

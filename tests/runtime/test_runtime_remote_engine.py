@@ -24,7 +24,7 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def server(gemma_gguf_path, tmp_path_factory):
-    pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server] (the `llama` extra)")
+    import llama_cpp.server.app  # noqa: F401 - the `llama` extra; `make test` installs it
     port = _free_port()
     log = (tmp_path_factory.mktemp("server") / "server.log").open("w")
     process = subprocess.Popen(

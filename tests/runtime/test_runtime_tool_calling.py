@@ -12,8 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from localqwen.runtime.engine import GenerationSettings
 
 MODEL = Path(__file__).parent / "data" / "tiny-qwen3-toolcall-f32.gguf"
@@ -41,7 +39,8 @@ def test_llama_cpp_parses_the_generated_tool_call():
 
 
 def test_remote_backend_gets_the_tool_call_from_a_real_server(tmp_path):
-    pytest.importorskip("llama_cpp.server.app", reason="needs llama-cpp-python[server] (the `llama` extra)")
+    import llama_cpp.server.app  # noqa: F401 - the `llama` extra; `make test` installs it
+
     from localqwen.runtime.engine.remote_backend import RemoteEngine
 
     with socket.socket() as sock:
