@@ -31,7 +31,7 @@ def main(n_docs: int = 120, rounds: int = 3) -> float:
             (folder / f"{doc_id}.txt").write_text(text, encoding="utf-8")
         embedder = get_embedder()
         embedder.encode(["warm up"] * 8)
-        manager = KnowledgeBaseManager(Workbench.create().services)
+        manager = Workbench.create().services.retrieval
 
         kb_times, bare_times, chunks = [], [], 0
         for round_number in range(rounds):

@@ -1,43 +1,78 @@
-"""The workbench: paths + config + plugin host + services, built once per process.
+"""The workbench: paths + config + plugin host + services + extensions, built once per process.
 
-Every frontend starts from :func:`Workbench.create` and runs actions through
-:meth:`Workbench.run`, so all three behave the same.
+Every frontend starts from :func:`Workbench.create`, runs actions through :meth:`Workbench.run` or
+:meth:`Workbench.start_action` and chats through :attr:`Workbench.conversations`, so all of them
+behave the same. This is the one place that assembles the objects; nothing below it sees it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 from localqwen.config import Config, ConfigError, load_config
 from localqwen.paths import AppPaths, app_paths
-from localqwen.plugin_api import CancelToken, Context, Form, PluginHost, run_action
+from localqwen.plugin_api import CancelToken, Context, Form, PluginHost, parse_form, run_action
+from localqwen.plugin_api.extensions import Extensions
 from localqwen.services import Services
+
+if TYPE_CHECKING:
+    from localqwen.conversations import Conversations
+    from localqwen.jobs import Job
 
 
 @dataclass
 class Workbench:
     paths: AppPaths
-    config: Config
     host: PluginHost
     services: Services
     config_error: ConfigError | None = None
-    _contexts: dict[str, Context] = field(default_factory=dict)
 
     @classmethod
     def create(cls, *, host: PluginHost | None = None) -> Workbench:
         paths = app_paths()
         config, error = load_config(paths.config_file)
-        return cls(paths=paths, config=config, host=host or PluginHost(),
-                   services=Services(paths, config), config_error=error)
+        return cls(paths=paths, host=host or PluginHost(), services=Services(paths, config), config_error=error)
+
+    # -- config: one owner (Services); these are conveniences for the frontends -------------------
+    @property
+    def config(self) -> Config:
+        return self.services.config
+
+    def set_config(self, section: str, key: str, value: Any) -> Config:
+        """Write one setting to the config file and to every holder (see ``Services.set_config``)."""
+        return self.services.set_config(section, key, value)
+
+    # -- plugins ---------------------------------------------------------------------------------
+    @cached_property
+    def extensions(self) -> Extensions:
+        """What every available plugin registered (loads the plugins; broken ones are skipped)."""
+        return self.host.extensions()
 
     def context(self, plugin_id: str, cancel: CancelToken | None = None) -> Context:
-        return Context(plugin_id=plugin_id, paths=self.paths, config=self.config,
-                       services=self.services, cancel=cancel or CancelToken())
+        return Context(plugin_id=plugin_id, services=self.services, cancel=cancel or CancelToken())
 
     def run(self, plugin_id: str, action_id: str, values: Form | Mapping[str, Any],
             cancel: CancelToken | None = None) -> Iterator[Any]:
         """Validate and run one action; see :func:`localqwen.plugin_api.run_action`."""
         plugin = self.host.get(plugin_id)
         return run_action(plugin.action(action_id), values, self.context(plugin_id, cancel))
+
+    def start_action(self, plugin_id: str, action_id: str, values: Form | Mapping[str, Any], *,
+                     title: str | None = None) -> Job:
+        """Validate the form (raising FormError at once) and run the action as a background job."""
+        plugin = self.host.get(plugin_id)
+        action = plugin.action(action_id)
+        form = values if isinstance(values, Form) else parse_form(action.form, values)
+        return self.services.jobs.start_stream(
+            title or f"{plugin.title} › {action.title}",
+            lambda cancel: run_action(action, form, self.context(plugin_id, cancel)),
+            plugin_id=plugin_id, action_id=action_id)
+
+    @cached_property
+    def conversations(self) -> Conversations:
+        from localqwen.conversations import Conversations
+
+        return Conversations(self.host, self.services)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.chat_history import ChatHistory, message_images
+from localqwen.storage.chat_store import ChatHistory, message_images
 from localqwen.i18n import t
-from localqwen.plugin_api import CancelToken
-from localqwen.plugin_api import events as ev
+from localqwen.vocabulary.cancel import CancelToken
+from localqwen.vocabulary import events as ev
 
 if TYPE_CHECKING:
     from localqwen.services import Services

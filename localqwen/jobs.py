@@ -21,12 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.plugin_api import Cancelled, CancelToken, Form, parse_form, run_action
-from localqwen.plugin_api import events as ev
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
+from localqwen.vocabulary import events as ev
 
 if TYPE_CHECKING:
-    from localqwen.app import Workbench
-    from localqwen.paths import AppPaths
     from localqwen.storage.database import Database
 
 MIGRATIONS = [
@@ -141,10 +139,9 @@ class Job:
 
 
 class JobManager:
-    def __init__(self, database: Database, paths: AppPaths) -> None:
+    def __init__(self, database: Database, jobs_dir: Path) -> None:
         self.database = database
-        self.paths = paths
-        self.jobs_dir = paths.runs_dir / "jobs"
+        self.jobs_dir = jobs_dir
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
         self._last_saved: dict[str, float] = {}
@@ -152,22 +149,11 @@ class JobManager:
         self._mark_orphans()
 
     # -- starting -----------------------------------------------------------------------------
-    def start_action(self, bench: Workbench, plugin_id: str, action_id: str,
-                     values: Form | Mapping[str, Any], *, title: str | None = None) -> Job:
-        """Validate the form (raising FormError at once) and run the action in a thread."""
-        plugin = bench.host.get(plugin_id)
-        action = plugin.action(action_id)
-        form = values if not isinstance(values, Mapping) else parse_form(action.form, values)
-        job = self._new_job("action", title or f"{plugin.title} › {action.title}",
-                            plugin_id=plugin_id, action_id=action_id)
-        stream = run_action(action, form, bench.context(plugin_id, job.cancel_token))
-        thread = threading.Thread(target=self._drive, args=(job, stream), name=f"job-{job.id}", daemon=True)
-        thread.start()
-        return job
-
-    def start_stream(self, title: str, make_events: Callable[[CancelToken], Iterator[Any]]) -> Job:
-        """Run any event generator (a download, an indexing pass) as a job; it gets the job's token."""
-        job = self._new_job("stream", title)
+    def start_stream(self, title: str, make_events: Callable[[CancelToken], Iterator[Any]], *,
+                     plugin_id: str = "", action_id: str = "") -> Job:
+        """Run any event generator (an action, a download, an indexing pass) as a job; it gets the
+        job's token. Plugin actions come here through ``Workbench.start_action``."""
+        job = self._new_job("action" if action_id else "stream", title, plugin_id=plugin_id, action_id=action_id)
 
         def guarded() -> Iterator[Any]:
             start = time.monotonic()

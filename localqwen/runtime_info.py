@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from localqwen.i18n import t
-from localqwen.plugin_api import CancelToken
-from localqwen.plugin_api import events as ev
+from localqwen.vocabulary.cancel import CancelToken
+from localqwen.vocabulary import events as ev
 
 if TYPE_CHECKING:
     from localqwen.services import Services

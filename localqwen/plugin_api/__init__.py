@@ -1,18 +1,22 @@
 """The plugin API: everything a LocalQwen plugin imports comes from here."""
 
-from localqwen.plugin_api import events
-from localqwen.plugin_api.cancel import Cancelled, CancelToken
+from localqwen.vocabulary import events
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
+from localqwen.plugin_api.chat import ChatRequest, chat
 from localqwen.plugin_api.context import Context
+from localqwen.plugin_api.extensions import Extensions
 from localqwen.plugin_api.forms import FieldSpec, Form, FormError, Widget, field, form_fields, parse_form
 from localqwen.plugin_api.host import PluginFailure, PluginHost, PluginInfo, PluginLoadError
 from localqwen.plugin_api.plugin import Action, Plugin, Requirements, action
-from localqwen.plugin_api.runner import run_action
+from localqwen.plugin_api.runner import run_action, run_chat
 
 __all__ = [
     "Action",
     "CancelToken",
+    "ChatRequest",
     "Cancelled",
     "Context",
+    "Extensions",
     "FieldSpec",
     "Form",
     "FormError",
@@ -24,9 +28,11 @@ __all__ = [
     "Requirements",
     "Widget",
     "action",
+    "chat",
     "events",
     "field",
     "form_fields",
     "parse_form",
     "run_action",
+    "run_chat",
 ]

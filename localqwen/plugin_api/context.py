@@ -1,4 +1,8 @@
-"""What a plugin action gets to work with: no module-level globals, everything comes in here."""
+"""What a plugin gets to work with: typed handles on the runtime, its config section and its folders.
+
+No module-level globals: everything a plugin uses comes in here, and only what is listed here.
+The objects behind the properties are built on first use by the one assembler (``Services``).
+"""
 
 from __future__ import annotations
 
@@ -6,26 +10,40 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.plugin_api.cancel import CancelToken
+from localqwen.vocabulary.cancel import CancelToken
 
 if TYPE_CHECKING:
     from localqwen.config import Config
+    from localqwen.jobs import JobManager
     from localqwen.paths import AppPaths
+    from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
+    from localqwen.runtime.device import DeviceManager
+    from localqwen.runtime.engine import Engine
+    from localqwen.runtime.model_manager import ModelManager
     from localqwen.services import Services
+    from localqwen.storage.chat_store import PluginChats
+    from localqwen.storage.database import Database
 
 
 @dataclass
 class Context:
     plugin_id: str
-    paths: AppPaths
-    config: Config
-    services: Services
+    services: Services = field(repr=False)
     cancel: CancelToken = field(default_factory=CancelToken)
+
+    # -- settings and folders ---------------------------------------------------------------
+    @property
+    def config(self) -> Config:
+        return self.services.config
 
     @property
     def settings(self) -> dict[str, Any]:
         """This plugin's ``[plugins.<id>]`` config section."""
         return self.config.plugin_section(self.plugin_id)
+
+    @property
+    def paths(self) -> AppPaths:
+        return self.services.paths
 
     @property
     def data_dir(self) -> Path:
@@ -40,8 +58,32 @@ class Context:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def __getattr__(self, name: str) -> Any:
-        # ctx.device, ctx.models, ctx.engine(...), ctx.database ... come from the shared services.
-        if name.startswith("_"):
-            raise AttributeError(name)
-        return getattr(self.services, name)
+    # -- the runtime -------------------------------------------------------------------------
+    @property
+    def device(self) -> DeviceManager:
+        return self.services.device
+
+    @property
+    def models(self) -> ModelManager:
+        return self.services.models
+
+    def engine(self, model: str | None = None, *, adapter: str | None = None, task: str = "text") -> Engine:
+        """A loaded chat engine; ``None`` means this plugin's ``model`` setting, else the default for ``task``."""
+        return self.services.engine(model or self.settings.get("model") or None, adapter=adapter, task=task)
+
+    @property
+    def retrieval(self) -> KnowledgeBaseManager:
+        return self.services.retrieval
+
+    @property
+    def jobs(self) -> JobManager:
+        return self.services.jobs
+
+    @property
+    def database(self) -> Database:
+        return self.services.database
+
+    @property
+    def chats(self) -> PluginChats:
+        """This plugin's chat sessions (its own namespace in the one chat store)."""
+        return self.services.chats.for_plugin(self.plugin_id)

@@ -17,6 +17,7 @@ import traceback
 from dataclasses import dataclass
 from importlib import metadata
 
+from localqwen.plugin_api.extensions import Extensions
 from localqwen.plugin_api.plugin import Plugin
 
 ENTRY_POINT_GROUP = "localqwen.plugins"
@@ -118,6 +119,26 @@ class PluginHost:
                     plugins.append(plugin)
         return plugins
 
+    def extensions(self) -> Extensions:
+        """Load every available plugin and gather what each adds through its ``register`` hook.
+
+        A plugin whose hook raises is recorded in ``failures`` (and unloaded), like one that fails
+        to import; what it registered before failing is dropped."""
+        extensions = Extensions()
+        for plugin in self.load_all():
+            trial = Extensions(**{name: dict(getattr(extensions, name))
+                                  for name in ("data_sources", "metrics", "tools", "shortcuts")},
+                               current_plugin=plugin.id)
+            try:
+                plugin.register(trial)
+            except Exception as exc:
+                self._loaded.pop(plugin.id, None)
+                self._fail(plugin.id, f"register() failed: {type(exc).__name__}: {exc}")
+                continue
+            trial.current_plugin = ""
+            extensions = trial
+        return extensions
+
     def _load(self, info: PluginInfo) -> Plugin | None:
         if info.name in self._extra:
             return self._instantiate(info.name, self._extra[info.name])
@@ -138,8 +159,8 @@ class PluginHost:
             plugin = cls()
             if getattr(plugin, "id", None) != name:
                 raise ValueError(f"plugin class id '{getattr(plugin, 'id', None)}' does not match entry point '{name}'")
-            if not plugin.actions():
-                raise ValueError("plugin declares no actions")
+            if not plugin.actions() and not plugin.chats:
+                raise ValueError("plugin declares no actions and no chat")
         except Exception as exc:
             self._fail(name, f"registration failed: {type(exc).__name__}: {exc}")
             return None

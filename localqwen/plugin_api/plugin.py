@@ -1,28 +1,36 @@
 """The Plugin base class and the ``@action`` decorator.
 
-A plugin is a class with an ``id``, a ``title``, a short ``description``, its requirements and
-one or more actions. An action is a method decorated with ``@action(form=...)`` that takes the
-validated form and a :class:`Context` and yields events.
+A plugin is a class with an ``id``, a ``title``, a short ``description``, its requirements, and
+actions and/or a chat. An action is a method decorated with ``@action(form=...)`` that takes the
+validated form and a :class:`Context` and yields events; a chat is one method decorated with
+``@chat`` (see chat.py). What a plugin adds to the rest of LocalQwen (trainer data sources, task
+metrics, tools, CLI shortcuts) goes through its one ``register`` hook.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from localqwen.plugin_api.chat import ChatRequest
 from localqwen.plugin_api.context import Context
 from localqwen.plugin_api.forms import Form
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api.extensions import Extensions
 
 ActionFunc = Callable[[Any, Any, Context], Iterator[Any]]
 
 
 @dataclass(frozen=True)
 class Requirements:
+    """What a plugin needs from this machine; the home screens mark a plugin whose needs aren't met."""
+
     task: str = "text"  # text | vision | embedding | training | none
-    min_memory_gb: float = 0.0
+    min_memory_gb: float = 0.0  # RAM (or free GPU memory) the plugin's usual model needs
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,22 @@ class Plugin:
         for item in found:
             by_id[item.id] = item
         return list(by_id.values())
+
+    def chat_responder(self) -> Callable[[ChatRequest, Context], Iterator[Any]] | None:
+        """The bound ``@chat`` method, or None when this plugin offers no chat."""
+        for klass in type(self).__mro__:
+            for name, attr in vars(klass).items():
+                if getattr(attr, "__localqwen_chat__", False):
+                    return getattr(self, name)  # type: ignore[no-any-return]
+        return None
+
+    @property
+    def chats(self) -> bool:
+        return self.chat_responder() is not None
+
+    def register(self, extensions: Extensions) -> None:
+        """Add what this plugin contributes beyond actions and chat (data sources, metrics, tools,
+        CLI shortcuts) with ``extensions.add_*``. Called once by the host; the default adds nothing."""
 
     def action(self, action_id: str) -> Action:
         for item in self.actions():

@@ -6,12 +6,13 @@ install can build a knowledge base without any download. Any local path or hub i
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     import numpy as np
+
+    from localqwen.runtime.device import DeviceManager
 
 DEFAULT_EMBEDDING_MODEL = "offline:all-MiniLM-L6-v2"
 # Catalog names users may pick; the hub ids download through sentence-transformers when online.
@@ -22,8 +23,6 @@ EMBEDDING_CATALOG = {
     "BAAI/bge-m3": "multilingual, 1024 dims, ~2.2 GB",
 }
 
-_LOCK = threading.Lock()
-_LOADED: dict[tuple[str, str], Embedder] = {}
 
 
 class EmbeddingModelMissing(RuntimeError):
@@ -80,10 +79,11 @@ class Embedder:
         return self.encode([text], query=True)[0]
 
 
-def get_embedder(name: str | None = None, device: str | None = None) -> Embedder:
-    """A shared, lazily loaded embedder (loading MiniLM costs ~1 s; do it once per process)."""
-    key = (name or DEFAULT_EMBEDDING_MODEL, device or "cpu")
-    with _LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = Embedder(name, device)
-        return _LOADED[key]
+def get_embedder(name: str | None = None, device: str | None = None, *,
+                 manager: DeviceManager | None = None) -> Embedder:
+    """An embedder; with the device ``manager`` it is loaded once and shared (MiniLM costs ~1 s to
+    load), and the manager counts its memory and can evict it like any model."""
+    name = name or DEFAULT_EMBEDDING_MODEL
+    if manager is None:
+        return Embedder(name, device)
+    return manager.auxiliary(f"embedder|{name}|{device or 'cpu'}", lambda: Embedder(name, device))  # type: ignore[no-any-return]

@@ -1,6 +1,6 @@
 """Knowledge bases: named collections of documents you can search.
 
-    manager = KnowledgeBaseManager(services)
+    manager = KnowledgeBaseManager(database, data_dir / "retrieval", device=device_manager)
     kb = manager.create("papers")
     for event in kb.add_paths(["~/papers"], cancel): ...      # Progress / Warning / Error / Done
     hits = kb.search("what reduces LDL?", k=5, rerank=False)
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localqwen.paths import PathOutsideRoot, ensure_within
-from localqwen.plugin_api import events
-from localqwen.plugin_api.cancel import CancelToken
+from localqwen.vocabulary import events
+from localqwen.vocabulary.cancel import CancelToken
 from localqwen.retrieval import store
 from localqwen.retrieval.chunking import chunk_blocks, hf_offsets
 from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL, get_embedder
@@ -33,7 +33,8 @@ from localqwen.retrieval.loaders import DEFAULT_MAX_BYTES, SUPPORTED_SUFFIXES, D
 from localqwen.retrieval.search import FusionSettings, Hit, Mode, SearchIndex
 
 if TYPE_CHECKING:
-    from localqwen.services import Services
+    from localqwen.runtime.device import DeviceManager
+    from localqwen.storage.database import Database
 
 _NAME = re.compile(r"^[\w][\w .\-]{0,63}$", re.UNICODE)
 
@@ -68,12 +69,17 @@ class FileRecord:
 class KnowledgeBaseManager:
     """Create, list, rename and delete knowledge bases; hands out :class:`KnowledgeBase` objects."""
 
-    def __init__(self, services: Services, *, allowed_roots: list[Path] | None = None,
+    def __init__(self, database: Database, root: Path, *, device: DeviceManager | None = None,
+                 default_reranker: str | None = None, allowed_roots: list[Path] | None = None,
                  max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
-        self.services = services
-        self.database = services.database
+        """``root`` holds the LanceDB tables; ``device`` shares and accounts for the embedding and
+        reranker models (without it each knowledge base loads its own); ``default_reranker`` is the
+        cross-encoder ``search(rerank=True)`` uses."""
+        self.database = database
+        self.device = device
+        self.default_reranker = default_reranker or None
         store.migrate(self.database)
-        self.root = services.paths.data_dir / "retrieval"
+        self.root = root
         self.allowed_roots = allowed_roots
         self.max_file_bytes = max_file_bytes
         self._snapshots: dict[tuple[str, str, int], SearchIndex] = {}
@@ -99,7 +105,7 @@ class KnowledgeBaseManager:
         if self._row(name) is not None:
             raise KnowledgeBaseError(f"a knowledge base named '{name}' already exists")
         model = embedding_model or DEFAULT_EMBEDDING_MODEL
-        dimension = get_embedder(model).dimension
+        dimension = get_embedder(model, manager=self.device).dimension
         kb_id = uuid.uuid4().hex[:12]
         with self.database.connect() as conn:
             conn.execute(
@@ -158,7 +164,7 @@ class KnowledgeBase:
 
     @property
     def embedder(self):
-        return get_embedder(self.info.embedding_model)
+        return get_embedder(self.info.embedding_model, manager=self.manager.device)
 
     def files(self) -> list[FileRecord]:
         rows = self.manager.database.connection.execute(
@@ -379,22 +385,17 @@ class KnowledgeBase:
         if rerank:
             from localqwen.retrieval.rerank import get_reranker
 
-            name = rerank if isinstance(rerank, str) else _configured_reranker(self.manager.services)
+            name = rerank if isinstance(rerank, str) else self.manager.default_reranker
             if not name:
                 raise KnowledgeBaseError("rerank is on but no cross-encoder is configured: set [plugins.rag] "
                                          "reranker to a folder or hub id (e.g. BAAI/bge-reranker-base)")
-            reranker = get_reranker(name)
+            reranker = get_reranker(name, manager=self.manager.device)
         return snapshot.search(query, vector, k=k, mode=mode, reranker=reranker)
 
 
 def index_text(heading: str, text: str) -> str:
     """What gets embedded and keyword-indexed: the heading path gives a chunk its context."""
     return f"{heading}\n{text}" if heading else text
-
-
-def _configured_reranker(services) -> str | None:
-    section = services.config.plugin_section("rag") if hasattr(services.config, "plugin_section") else {}
-    return section.get("reranker") or None
 
 
 def _check_name(name: str) -> str:

@@ -6,8 +6,8 @@ default is "no rerank" and tests build a tiny cross-encoder at test time.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 RERANKER_CATALOG = {
     "BAAI/bge-reranker-base": "multilingual (zh/en), 278M params",
@@ -15,8 +15,8 @@ RERANKER_CATALOG = {
     "cross-encoder/ms-marco-MiniLM-L-6-v2": "English, 22M params, fast",
 }
 
-_LOCK = threading.Lock()
-_LOADED: dict[tuple[str, str], Reranker] = {}
+if TYPE_CHECKING:
+    from localqwen.runtime.device import DeviceManager
 
 
 class Reranker:
@@ -35,9 +35,8 @@ class Reranker:
         return [float(x) for x in raw.reshape(len(texts), -1)[:, -1]]
 
 
-def get_reranker(name: str, device: str | None = None) -> Reranker:
-    key = (name, device or "cpu")
-    with _LOCK:
-        if key not in _LOADED:
-            _LOADED[key] = Reranker(name, device)
-        return _LOADED[key]
+def get_reranker(name: str, device: str | None = None, *, manager: DeviceManager | None = None) -> Reranker:
+    """A cross-encoder; with the device ``manager`` it is loaded once and shared (see get_embedder)."""
+    if manager is None:
+        return Reranker(name, device)
+    return manager.auxiliary(f"reranker|{name}|{device or 'cpu'}", lambda: Reranker(name, device))  # type: ignore[no-any-return]

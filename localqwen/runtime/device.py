@@ -1,4 +1,4 @@
-"""What this machine has (CUDA GPUs, Apple MPS, CPU features, RAM) and which models are loaded.
+"""Which models are loaded, and how a model should run on this machine (see host.py, plan.py).
 
 Nothing is probed at import time: the first question asked runs the probe, once. Tests hand the
 manager a :class:`HostInfo` of a simulated host instead.
@@ -15,118 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.runtime.plan import GIB, ModelInfo, Plan, make_plan, next_step
+from localqwen.runtime.host import CudaDevice, HostInfo, probe_host
+from localqwen.runtime.plan import ModelInfo, Plan, make_plan, next_step
 
 if TYPE_CHECKING:
     from localqwen.runtime.engine.base import Engine
-
-
-@dataclass
-class CudaDevice:
-    index: int
-    name: str
-    total_gb: float
-    free_gb: float
-    capability: tuple[int, int]
-
-    @property
-    def bf16(self) -> bool:
-        # bf16 arrived with Ampere (compute capability 8.0).
-        return self.capability >= (8, 0)
-
-    @property
-    def capability_str(self) -> str:
-        return f"{self.capability[0]}.{self.capability[1]}"
-
-
-@dataclass
-class HostInfo:
-    cpu_cores: int
-    ram_total_gb: float
-    ram_available_gb: float
-    cpu_flags: set[str] = field(default_factory=set)
-    cuda: list[CudaDevice] = field(default_factory=list)
-    mps: bool = False
-    llama_cpp: bool = False
-    bitsandbytes: bool = False
-    system: str = ""
-
-    @property
-    def avx2(self) -> bool:
-        return "avx2" in self.cpu_flags
-
-    @property
-    def avx512(self) -> bool:
-        return "avx512f" in self.cpu_flags
-
-    @property
-    def cpu_bf16(self) -> bool:
-        """Native bf16 math on the CPU (AVX-512 BF16 or AMX-BF16); emulated bf16 is slower than fp32."""
-        return bool({"avx512_bf16", "amx_bf16"} & self.cpu_flags)
-
-    def best_cuda(self) -> CudaDevice | None:
-        return max(self.cuda, key=lambda d: d.free_gb) if self.cuda else None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["cpu_flags"] = sorted(f for f in self.cpu_flags if f.startswith(("avx", "amx", "f16c", "fma", "neon")))
-        data["cpu_bf16"] = self.cpu_bf16
-        for device, raw in zip(self.cuda, data["cuda"], strict=True):
-            raw["bf16"] = device.bf16
-        return data
-
-
-def _cpu_flags() -> set[str]:
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text(errors="replace").splitlines():
-            if line.startswith(("flags", "Features")):
-                return set(line.split(":", 1)[1].split())
-    if platform.machine() in ("arm64", "aarch64"):
-        return {"neon"}
-    return set()
-
-
-def _ram_gb() -> tuple[float, float]:
-    try:
-        import psutil
-
-        memory = psutil.virtual_memory()
-        return memory.total / GIB, memory.available / GIB
-    except ImportError:  # pragma: no cover - psutil ships with our dependencies
-        pages = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") / GIB
-        return pages, pages / 2
-
-
-def _installed(module: str) -> bool:
-    import importlib.util
-
-    return importlib.util.find_spec(module) is not None
-
-
-def probe_host() -> HostInfo:
-    """Look at the real machine (imports torch; call lazily)."""
-    import torch
-
-    total, available = _ram_gb()
-    cuda: list[CudaDevice] = []
-    if torch.cuda.is_available():
-        for index in range(torch.cuda.device_count()):
-            free, total_bytes = torch.cuda.mem_get_info(index)
-            props = torch.cuda.get_device_properties(index)
-            cuda.append(CudaDevice(index, props.name, total_bytes / GIB, free / GIB, (props.major, props.minor)))
-    mps = bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
-    return HostInfo(
-        cpu_cores=os.cpu_count() or 1,
-        ram_total_gb=total,
-        ram_available_gb=available,
-        cpu_flags=_cpu_flags(),
-        cuda=cuda,
-        mps=mps,
-        llama_cpp=_installed("llama_cpp"),
-        bitsandbytes=bool(cuda) and _installed("bitsandbytes"),
-        system=f"{platform.system()} {platform.machine()}",
-    )
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -148,6 +41,14 @@ class DeviceManager:
         self.max_loaded = max_loaded
         self._lock = threading.RLock()
         self._loaded: dict[str, tuple[Engine, Plan]] = {}  # key -> (engine, plan), oldest first
+        # Embedding and reranker models: small, shared by every knowledge base, kept beside the engine.
+        self._auxiliary: dict[str, tuple[Any, float]] = {}  # key -> (model, GB of weights)
+
+    def configure(self, *, prefer: str, remote_url: str) -> None:
+        """Take new ``[runtime]`` settings (the config owner calls this when the file changes)."""
+        with self._lock:
+            self.prefer = prefer
+            self.remote_url = remote_url
 
     @property
     def host(self) -> HostInfo:
@@ -178,15 +79,35 @@ class DeviceManager:
         with self._lock:
             self._loaded[key] = (engine, plan)
 
-    def evict(self, key: str | None = None) -> list[str]:
-        """Close one loaded engine (or all when ``key`` is None) and give the memory back."""
+    def auxiliary(self, key: str, loader: Callable[[], Any]) -> Any:
+        """A shared helper model (embedder, reranker): loaded once, counted in ``memory_gb``, and
+        dropped by :meth:`evict` like an engine."""
         with self._lock:
-            keys = [key] if key is not None else list(self._loaded)
+            entry = self._auxiliary.get(key)
+            if entry is None:
+                model = loader()
+                entry = (model, _weights_gb(model))
+                self._auxiliary[key] = entry
+            return entry[0]
+
+    @property
+    def memory_gb(self) -> dict[str, float]:
+        """Estimated memory held per loaded model: engines by their plan, helpers by their weights."""
+        held = {key: plan.estimated_gb for key, (_, plan) in self._loaded.items()}
+        held.update({key: size for key, (_, size) in self._auxiliary.items()})
+        return held
+
+    def evict(self, key: str | None = None) -> list[str]:
+        """Close one loaded model (or all when ``key`` is None) and give the memory back."""
+        with self._lock:
+            keys = [key] if key is not None else [*self._loaded, *self._auxiliary]
             closed = []
             for name in keys:
                 entry = self._loaded.pop(name, None)
                 if entry is not None:
                     entry[0].close()
+                    closed.append(name)
+                if self._auxiliary.pop(name, None) is not None:
                     closed.append(name)
             if closed:
                 _free_memory()
@@ -222,6 +143,18 @@ class DeviceManager:
                 engine.plan = current  # type: ignore[attr-defined]
                 self._loaded[key] = (engine, current)
                 return engine
+
+
+def _weights_gb(model: Any) -> float:
+    """Bytes of a helper model's torch parameters, in GB (0 when it holds none we can see)."""
+    inner = getattr(model, "model", model)
+    parameters = getattr(inner, "parameters", None)
+    if parameters is None:
+        return 0.0
+    try:
+        return sum(p.numel() * p.element_size() for p in parameters()) / 1024**3
+    except Exception:  # an object whose parameters() is not torch's
+        return 0.0
 
 
 def _free_memory() -> None:

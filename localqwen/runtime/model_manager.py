@@ -24,7 +24,7 @@ from localqwen.runtime.plan import BYTES_PER_PARAM, ModelInfo
 if TYPE_CHECKING:
     from localqwen.config import Config
     from localqwen.paths import AppPaths
-    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.vocabulary.cancel import CancelToken
 
 
 class NotDownloadedError(DownloadError):
@@ -48,6 +48,10 @@ class ResolvedModel:
 class ModelManager:
     def __init__(self, paths: AppPaths, config: Config) -> None:
         self.paths = paths
+        self.config = config
+
+    def use_config(self, config: Config) -> None:
+        """Take a new config (the config owner calls this when the file changes)."""
         self.config = config
 
     # -- settings ----------------------------------------------------------------------------

@@ -1,18 +1,15 @@
 """How a model should run on a host: backend, device, dtype, quantization, memory, and why.
 
-Pure functions over a :class:`~localqwen.runtime.device.HostInfo` and a model description, so
+Pure functions over a :class:`~localqwen.runtime.host.HostInfo` and a model description, so
 every host (8 GB card, old GPU, low-RAM laptop, Mac) can be tested without the hardware.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from localqwen.runtime.device import HostInfo
+from localqwen.runtime.host import GIB, HostInfo
 
-GIB = 1024**3
 # Bytes per parameter for each way of holding weights.
 BYTES_PER_PARAM = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0, "nf4": 0.56, "Q4_K_M": 0.60, "Q8_0": 1.07}
 # Working memory on top of weights: activations, KV cache for a few thousand tokens, runtime.

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localqwen.plugin_api import events as ev
+from localqwen.vocabulary import events as ev
 from localqwen.training.config import JobConfig, config_to_dict, load_job_config
 from localqwen.training.data import ValidationReport, read_rows, split_eval, validate_rows
 

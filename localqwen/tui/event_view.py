@@ -18,7 +18,7 @@ from textual.widgets import Collapsible, DataTable, Label, Log, Markdown, Progre
 
 from localqwen.i18n import t
 from localqwen.plugin_api import events as ev
-from localqwen.plugin_api.events import format_eta
+from localqwen.vocabulary.events import format_eta
 from localqwen.tui.widgets.image_block import ImageBlock, file_link
 
 METRIC_POINTS = 200  # the sparkline shows the most recent points

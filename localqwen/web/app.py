@@ -20,7 +20,8 @@ from localqwen.frontend_hooks import view_hook
 from localqwen.i18n import set_language, t
 from localqwen.jobs import paced
 from localqwen.plugin_api import Action, FormError, Plugin
-from localqwen.web.event_renderer import RunView
+from localqwen.web.event_renderer import RunView, follow_job
+from localqwen.web.files import allowed_paths, gradio_temp_dir, prepare_environment
 from localqwen.web.form_renderer import collect_values, error_updates, render_form
 
 if TYPE_CHECKING:
@@ -28,33 +29,12 @@ if TYPE_CHECKING:
     from localqwen.jobs import Job
     from localqwen.paths import AppPaths
 
-UPDATE_INTERVAL_S = 0.1  # at most ~10 screen updates a second while a job streams
-
 WEB_CSS = """
 .lq-progress { margin: 4px 0; }
 .lq-progress-track { background: var(--neutral-200); border-radius: 4px; height: 10px; }
 .lq-progress-fill { background: var(--color-accent); border-radius: 4px; height: 10px; transition: width .2s; }
 .lq-field-error { color: var(--error-text-color); }
 """
-
-
-def gradio_temp_dir(paths: AppPaths) -> Path:
-    return paths.cache_dir / "gradio"
-
-
-def prepare_environment(paths: AppPaths) -> None:
-    """Point Gradio's upload/cache folder at the app's cache, and keep Gradio offline and quiet."""
-    folder = gradio_temp_dir(paths)
-    folder.mkdir(parents=True, exist_ok=True)
-    os.environ["GRADIO_TEMP_DIR"] = str(folder)
-    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
-
-
-def allowed_paths(paths: AppPaths) -> list[Path]:
-    """The only folders whose files the web view may serve: what the app wrote or was given."""
-    for folder in (paths.outputs_dir, paths.uploads_dir):
-        folder.mkdir(parents=True, exist_ok=True)
-    return [paths.outputs_dir, paths.uploads_dir]
 
 
 @dataclass
@@ -90,7 +70,7 @@ class ActionPanel:
         bench = self.web.bench
         try:
             values = collect_values(self.fields, list(raw), self.web.upload_roots)
-            job = bench.services.jobs.start_action(bench, self.plugin.id, self.action.id, values)
+            job = bench.start_action(self.plugin.id, self.action.id, values)
         except FormError as exc:
             known = {f.spec.name for f in self.fields}
             other = "; ".join(f"{k}: {v}" for k, v in exc.errors.items() if k not in known)
@@ -125,15 +105,6 @@ class ActionPanel:
             gr.update(value=view.files or None, visible=bool(view.files)),
             *(field_errors if field_errors is not None else [gr.update() for _ in self.fields]),
         ]
-
-
-def follow_job(job: Job, roots: list[Path], frame: Any) -> Iterator[Any]:
-    """Yield ``frame(view)`` as the job's events arrive, batching fast streams."""
-    view = RunView(allowed_roots=roots)
-    for batch in paced(job, UPDATE_INTERVAL_S):
-        for event in batch:
-            view.add(event)
-        yield frame(view)
 
 
 def build_web_app(bench: Workbench | None = None) -> WebApp:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from localqwen.app import Workbench
-from localqwen.chat_history import message_images, message_text
+from localqwen.storage.chat_store import message_images, message_text
 from localqwen.chat_session import ChatController
 from localqwen.i18n import t
 from localqwen.jobs import paced, run_in_background
@@ -159,7 +159,7 @@ class ChatTab:
 def build(bench: Workbench) -> ChatTab:
     import gradio as gr
 
-    from localqwen.web.app import gradio_temp_dir
+    from localqwen.web.files import gradio_temp_dir
 
     tab = ChatTab(bench=bench, controller=ChatController(bench.services),
                   upload_roots=[gradio_temp_dir(bench.paths), bench.paths.uploads_dir])

@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import html
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localqwen.i18n import t
+from localqwen.jobs import paced
 from localqwen.paths import PathOutsideRoot, ensure_within
 from localqwen.plugin_api import events as ev
-from localqwen.plugin_api.events import format_eta
+from localqwen.vocabulary.events import format_eta
+
+if TYPE_CHECKING:
+    from localqwen.jobs import Job
 
 
 @dataclass
@@ -151,3 +156,15 @@ class RunView:
 
 def _cell(value: Any) -> Any:
     return value if isinstance(value, (int, float, str)) or value is None else str(value)
+
+
+UPDATE_INTERVAL_S = 0.1  # at most ~10 screen updates a second while a job streams
+
+
+def follow_job(job: Job, roots: list[Path], frame: Any) -> Iterator[Any]:
+    """Yield ``frame(view)`` as the job's events arrive, batching fast streams."""
+    view = RunView(allowed_roots=roots)
+    for batch in paced(job, UPDATE_INTERVAL_S):
+        for event in batch:
+            view.add(event)
+        yield frame(view)

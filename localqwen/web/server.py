@@ -100,7 +100,8 @@ def plan_launch(*, host: str = LOOPBACK, port: int = DEFAULT_PORT, listen: bool 
 def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = True) -> tuple[WebApp, Any]:
     """Build and start the web view; returns the app and Gradio's launch result."""
     bench = bench or Workbench.create()
-    from localqwen.web.app import WEB_CSS, allowed_paths, build_web_app, gradio_temp_dir, prepare_environment
+    from localqwen.web.app import WEB_CSS, build_web_app
+    from localqwen.web.files import allowed_paths, gradio_temp_dir, prepare_environment
 
     prepare_environment(bench.paths)
     # Gradio may serve files from its working directory: make that an app-owned, empty folder.

@@ -111,8 +111,8 @@ def jobs_rows(bench: Workbench) -> dict[str, Any]:
 def jobs_tab(bench: Workbench) -> None:
     import gradio as gr
 
-    from localqwen.web.app import allowed_paths, follow_job
-    from localqwen.web.event_renderer import RunView
+    from localqwen.web.event_renderer import RunView, follow_job
+    from localqwen.web.files import allowed_paths
 
     gr.Markdown(f"### {t('jobs.title')}\n{t('jobs.help')}")
     table = gr.Dataframe(value=lambda: jobs_rows(bench), interactive=False, elem_id="jobs-table")

@@ -83,7 +83,7 @@ class RagPlugin(Plugin):
 
     def _manager(self, ctx: Context):
         """The app-wide manager (its search snapshots stay warm between questions)."""
-        return ctx.services.retrieval
+        return ctx.retrieval
 
     def _ingest_options(self, ctx: Context) -> dict:
         config = self._config(ctx)
@@ -128,7 +128,7 @@ class RagPlugin(Plugin):
                                              "([plugins.rag] reranker); searching without it")
 
         def llm_for(model: str, task: str) -> LLM:
-            engine = ctx.services.engine(model or None, task=task)
+            engine = ctx.engine(model or None, task=task)
             return LLM(engine, max_new_tokens=form.max_new_tokens, cancel=ctx.cancel)
 
         text_llm = llm_for(form.model or config.model, "text")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from localqwen.plugin_api import events as ev
-from localqwen.plugin_api.cancel import CancelToken
+from localqwen.vocabulary.cancel import CancelToken
 
 CHART_EVERY_S = 5.0
 

@@ -12,7 +12,7 @@ import pytest
 
 from localqwen import i18n
 from localqwen.app import Workbench
-from localqwen.chat_history import ChatHistory
+from localqwen.storage.chat_store import ChatHistory
 from localqwen.chat_session import ChatController
 from localqwen.config import load_config
 from localqwen.config_edit import set_config_value
@@ -85,9 +85,9 @@ def test_action_job_runs_in_background_and_is_recorded(frontend_plugins):
     bench = Workbench.create()
     jobs = bench.services.jobs
     with pytest.raises(FormError) as error:
-        jobs.start_action(bench, "testplug", "echo", {"repeat": 9})
+        bench.start_action("testplug", "echo", {"repeat": 9})
     assert set(error.value.errors) == {"text", "repeat"}
-    job = jobs.start_action(bench, "testplug", "echo", {"text": "hi", "repeat": 3})
+    job = bench.start_action("testplug", "echo", {"text": "hi", "repeat": 3})
     assert job.wait(10)
     assert job.status == "ok" and job.fraction == 1.0
     kinds = [e.kind for e in job.events]
@@ -102,7 +102,7 @@ def test_action_job_runs_in_background_and_is_recorded(frontend_plugins):
 
 def test_cancel_stops_an_action_job_and_its_cleanup_runs(frontend_plugins):
     bench = Workbench.create()
-    job = bench.services.jobs.start_action(bench, "testplug", "slow", {"steps": 500, "delay": 0.02})
+    job = bench.start_action("testplug", "slow", {"steps": 500, "delay": 0.02})
     while not job.progress:
         time.sleep(0.01)
     assert bench.services.jobs.cancel(job.id)
@@ -141,10 +141,10 @@ def test_jobs_left_running_by_a_dead_process_are_marked_interrupted(tmp_path):
 
     paths = app_paths()
     database = Database(paths.database_file)
-    jobs = JobManager(database, paths)
+    jobs = JobManager(database, paths.runs_dir / "jobs")
     job = jobs._new_job("action", "orphan")
     database.connection.execute("UPDATE jobs SET status = 'running', owner_pid = 999999999 WHERE id = ?", (job.id,))
-    JobManager(database, paths)
+    JobManager(database, paths.runs_dir / "jobs")
     assert jobs.record(job.id).status == "interrupted"
 
 

@@ -83,3 +83,13 @@ def docs_folder(root: Path) -> Path:
     write_pdf(folder / "aspirin.pdf", ["Aspirin inhibits platelet aggregation.",
                                        "Low dose aspirin is used to prevent blood clots after a heart attack."])
     return folder
+
+
+def kb_manager(**options):
+    """A knowledge-base manager over this test's LocalQwen home, built the way the app builds it."""
+    from localqwen.app import Workbench
+    from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
+
+    services = Workbench.create().services
+    return KnowledgeBaseManager(services.database, services.paths.data_dir / "retrieval",
+                                device=services.device, **options)

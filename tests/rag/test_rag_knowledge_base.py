@@ -11,7 +11,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from rag_helpers import STATINS_MD, docs_folder, write_encrypted_pdf
+from rag_helpers import STATINS_MD, docs_folder, kb_manager, write_encrypted_pdf
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import CancelToken, events
@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def manager(tmp_path):
-    return KnowledgeBaseManager(Workbench.create().services, allowed_roots=[tmp_path])
+    return kb_manager(allowed_roots=[tmp_path])
 
 
 def test_create_list_rename_delete(manager):
@@ -41,7 +41,7 @@ def test_create_list_rename_delete(manager):
     assert manager.list() == [] and not folder.exists()
     orphan = manager.folder("deadbeef0000")  # as left by a delete that died half-way
     orphan.mkdir(parents=True)
-    KnowledgeBaseManager(manager.services)
+    KnowledgeBaseManager(manager.database, manager.root, device=manager.device)
     assert not orphan.exists()
     with pytest.raises(KnowledgeBaseError, match="no knowledge base named 'articles'"):
         manager.get("articles")
@@ -127,7 +127,7 @@ KILL_SCRIPT = textwrap.dedent("""
     from localqwen.app import Workbench
     from localqwen.retrieval.knowledge_base import KnowledgeBase, KnowledgeBaseManager
     moment, name, folder = sys.argv[1:4]
-    kb = KnowledgeBaseManager(Workbench.create().services).get(name)
+    kb = kb_manager().get(name)
     if moment == "after-lance-commit":
         # Die at the worst moment: LanceDB has the new rows, SQLite does not know yet.
         def die(self, version, conn=None):
@@ -164,7 +164,7 @@ def test_killed_writer_leaves_last_good_index(manager, tmp_path):
         process.wait(timeout=120)
         assert process.returncode == -signal.SIGKILL, process.stderr.read()
 
-    fresh = KnowledgeBaseManager(Workbench.create().services)
+    fresh = kb_manager()
     for moment in MARKERS:
         reopened = fresh.get(moment)
         assert {Path(h.source).name for h in reopened.search("aspirin statins vitamin", k=20)} == {"vitamin.txt"}

@@ -13,7 +13,7 @@ from localqwen_rag.agents.knowledge import KnowledgeSettings
 from localqwen_rag.agents.llm import LLM
 from localqwen_rag.pipeline import PipelineDeps, Question, run_question
 from localqwen_rag.trajectory import TrajectoryLog, export_router_data
-from rag_helpers import docs_folder
+from rag_helpers import docs_folder, kb_manager
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import events
@@ -31,7 +31,7 @@ def tiny_engine(tiny_qwen3_path):
 
 @pytest.fixture
 def setup(tmp_path, tiny_engine):
-    manager = KnowledgeBaseManager(Workbench.create().services, allowed_roots=[tmp_path])
+    manager = kb_manager(allowed_roots=[tmp_path])
     kb = manager.create("docs")
     kb.ingest([docs_folder(tmp_path)])
     session: dict = {"turns": []}

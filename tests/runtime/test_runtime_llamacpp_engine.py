@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from localqwen.plugin_api.cancel import CancelToken
+from localqwen.vocabulary.cancel import CancelToken
 from localqwen.runtime.engine import GenerationSettings
 from localqwen.runtime.engine.llamacpp_backend import LlamaCppEngine
 from localqwen.runtime.model_files import ModelFileError

@@ -15,7 +15,7 @@ import pytest
 
 from localqwen.config import Config, RuntimeSection
 from localqwen.paths import app_paths
-from localqwen.plugin_api.cancel import Cancelled, CancelToken
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
 from localqwen.runtime import catalog
 from localqwen.runtime.downloads import NotCachedOfflineError
 from localqwen.runtime.model_files import (

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from localqwen.runtime import catalog
-from localqwen.runtime.device import CudaDevice, DeviceManager, HostInfo, is_out_of_memory
+from localqwen.runtime.device import DeviceManager, is_out_of_memory
+from localqwen.runtime.host import CudaDevice, HostInfo
 from localqwen.runtime.engine.base import Engine
 from localqwen.runtime.plan import ModelInfo, make_plan, next_step
 

@@ -6,7 +6,7 @@ import threading
 
 import pytest
 
-from localqwen.plugin_api.cancel import CancelToken
+from localqwen.vocabulary.cancel import CancelToken
 from localqwen.runtime.engine import EngineError, GenerationSettings, load_engine
 from localqwen.runtime.engine.transformers_backend import TransformersEngine
 
@@ -156,7 +156,8 @@ def test_load_engine_plans_and_caches_through_services(tiny_qwen3_path):
     engine = services.engine(str(tiny_qwen3_path))
     assert engine.backend == "transformers" and engine.plan.device == "cpu"
     assert services.engine(str(tiny_qwen3_path)) is engine
-    assert load_engine(tiny_qwen3_path, services=services) is engine
+    assert load_engine(tiny_qwen3_path, models=services.models, device=services.device,
+                       runtime=services.config.runtime) is engine
     assert engine.chat(QUESTION, settings=GenerationSettings(max_new_tokens=3)).completion_tokens == 3
     services.device.evict()
     assert "model" not in engine.__dict__

@@ -17,8 +17,10 @@ from localqwen.runtime.engine.base import ChatResult, Engine, EngineError, Gener
 from localqwen.runtime.engine.tool_calls import parse_tool_calls
 
 if TYPE_CHECKING:
+    from localqwen.config import RuntimeSection
+    from localqwen.runtime.device import DeviceManager
+    from localqwen.runtime.model_manager import ModelManager
     from localqwen.runtime.plan import Plan
-    from localqwen.services import Services
 
 __all__ = [
     "BACKENDS", "ChatResult", "Engine", "EngineError", "GenerationSettings", "ToolCall", "load_engine",
@@ -28,22 +30,21 @@ __all__ = [
 BACKENDS = ("auto", "transformers", "llama.cpp", "remote")
 
 
-def load_engine(model: str | Path, *, adapter: str | Path | None = None, backend: str = "auto",
-                services: Services | None = None, task: str = "text", force: bool = False) -> Engine:
-    """Load (or reuse) an engine for ``model`` following this machine's plan.
+def load_engine(model: str | Path, *, models: ModelManager, device: DeviceManager, runtime: RuntimeSection,
+                adapter: str | Path | None = None, backend: str = "auto", task: str = "text",
+                force: bool = False) -> Engine:
+    """Load (or reuse, through ``device``) an engine for ``model`` following this machine's plan.
 
-    ``backend`` forces one; ``auto`` uses the remote server when ``runtime.remote_url`` is set,
+    ``models`` resolves ids to files, ``device`` plans and keeps the loaded engines, ``runtime``
+    is the ``[runtime]`` config section (remote server, trusted ids). ``backend`` forces one; ``auto`` uses the remote server when ``runtime.remote_url`` is set,
     llama.cpp for GGUF files (and for catalog models whose plan says GGUF), transformers otherwise.
     An adapter needs transformers. A model that will not fit raises with the plan's advice
     unless ``force``."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    services = services or _default_services()
-    runtime = services.config.runtime
     if backend == "remote" or (backend == "auto" and runtime.remote_url and adapter is None):
-        return _load_remote(str(model), services)
+        return _load_remote(str(model), device, runtime)
 
-    models, device = services.models, services.device
     wanted = {"transformers": "transformers", "llama.cpp": "gguf"}.get(backend, "auto")
     if adapter is not None:
         if backend == "llama.cpp":
@@ -93,28 +94,17 @@ def _is_catalog_without_files(models, model: str | Path) -> bool | None:
     return models.path(entry.id, "transformers") is None and models.path(entry.id, "gguf") is None
 
 
-def _load_remote(model: str, services: Services) -> Engine:
+def _load_remote(model: str, device: DeviceManager, runtime: RuntimeSection) -> Engine:
     from localqwen.runtime.engine.remote_backend import RemoteEngine
 
-    runtime = services.config.runtime
     if not runtime.remote_url:
         raise EngineError("the remote backend needs runtime.remote_url (e.g. http://127.0.0.1:8000/v1)")
     key = f"remote|{runtime.remote_url}|{model}"
-    engine = services.device.get(key)
+    engine = device.get(key)
     if engine is None:
         engine = RemoteEngine(runtime.remote_url, model_id=model, api_key_env=runtime.remote_api_key_env)
         from localqwen.runtime.plan import Plan
 
         plan = Plan(model, "text", "remote", "remote", None, None, 0.0, 0.0, True, [f"served by {runtime.remote_url}"])
-        services.device.track(key, engine, plan)
+        device.track(key, engine, plan)
     return engine
-
-
-def _default_services() -> Services:
-    from localqwen.config import load_config
-    from localqwen.paths import app_paths
-    from localqwen.services import Services
-
-    paths = app_paths()
-    config, _ = load_config(paths.config_file)
-    return Services(paths, config)

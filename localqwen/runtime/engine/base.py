@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
-    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.vocabulary.cancel import CancelToken
 
 Messages = list[dict[str, Any]]
 Tools = list[dict[str, Any]]

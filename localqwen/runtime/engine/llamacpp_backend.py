@@ -20,7 +20,7 @@ from localqwen.runtime.engine.messages import StopScanner, has_images, to_openai
 from localqwen.runtime.engine.transformers_backend import _result
 
 if TYPE_CHECKING:
-    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.vocabulary.cancel import CancelToken
     from localqwen.runtime.plan import Plan
 
 TEMPLATES = Path(__file__).parent

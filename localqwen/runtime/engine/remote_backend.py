@@ -25,7 +25,7 @@ from localqwen.runtime.engine.messages import StopScanner, to_openai_messages
 from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
 
 if TYPE_CHECKING:
-    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.vocabulary.cancel import CancelToken
 
 
 class RemoteEngine(Engine):

@@ -17,7 +17,7 @@ from localqwen.runtime.engine.messages import StopScanner, check_messages, has_i
 from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
 
 if TYPE_CHECKING:
-    from localqwen.plugin_api.cancel import CancelToken
+    from localqwen.vocabulary.cancel import CancelToken
     from localqwen.runtime.plan import Plan
 
 

@@ -96,7 +96,7 @@ class ActionScreen(BaseScreen):
         form.clear_errors()
         bench = self.app.bench  # type: ignore[attr-defined]
         try:
-            job = self.app.jobs.start_action(bench, self.plugin.id, self.action_def.id, form.values())  # type: ignore[attr-defined]
+            job = bench.start_action(self.plugin.id, self.action_def.id, form.values())  # type: ignore[attr-defined]
         except FormError as exc:
             form.show_errors(exc.errors)
             target = form.first_error_widget()

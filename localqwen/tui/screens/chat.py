@@ -10,7 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Header, Input, ListItem, ListView, Static
 
-from localqwen.chat_history import message_text
+from localqwen.storage.chat_store import message_text
 from localqwen.i18n import t
 from localqwen.jobs import paced, run_in_background
 from localqwen.plugin_api import CancelToken

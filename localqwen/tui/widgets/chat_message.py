@@ -11,7 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Collapsible, Label, Markdown, Static
 
-from localqwen.chat_history import message_images, message_text
+from localqwen.storage.chat_store import message_images, message_text
 from localqwen.i18n import t
 from localqwen.tui.widgets.image_block import file_link
 

@@ -1,0 +1,157 @@
+"""Talking to any plugin that offers a chat: what every chat frontend calls.
+
+``send`` stores the user's message (images copied into the uploads folder), runs the plugin's
+``@chat`` responder through :func:`run_chat`, and stores the answer with what the views showed
+(tool calls, steps, images), as it ends: a stop or a crash keeps everything said before. The
+plugin's session metadata is saved after each turn. The TUI chat screen, the web chat tab and
+``localqwen chat`` are views over this object; none of them knows which plugin it talks to.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen.i18n import t
+from localqwen.plugin_api import CancelToken, Context, Plugin
+from localqwen.plugin_api import events as ev
+from localqwen.plugin_api.chat import ChatRequest
+from localqwen.plugin_api.runner import run_chat
+from localqwen.storage.chat_store import ChatEntry, ChatSessionInfo, PluginChats
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api import PluginHost
+    from localqwen.services import Services
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+DEFAULT_CHAT_PLUGIN = "chat"  # the plain model chat, itself a plugin
+# Events kept beside an answer so a reopened chat shows them again (text is in the message itself).
+_DISPLAYED = (ev.ToolCall, ev.Step, ev.Image, ev.Table, ev.Warning, ev.Error)
+
+
+class Conversations:
+    def __init__(self, host: PluginHost, services: Services) -> None:
+        self.host = host
+        self.services = services
+
+    # -- which plugins chat ---------------------------------------------------------------------
+    def plugins(self) -> list[Plugin]:
+        """Loaded plugins that offer a chat, the plain model chat first."""
+        found = [plugin for plugin in self.host.load_all() if plugin.chats]
+        return sorted(found, key=lambda plugin: (plugin.id != DEFAULT_CHAT_PLUGIN, plugin.title.lower()))
+
+    def plugin(self, plugin_id: str) -> Plugin:
+        plugin = self.host.get(plugin_id)
+        if not plugin.chats:
+            chatting = ", ".join(p.id for p in self.plugins()) or "none"
+            raise ValueError(t("chat.not_a_chat", plugin=plugin_id, chatting=chatting))
+        return plugin
+
+    # -- sessions ------------------------------------------------------------------------------
+    def store(self, plugin_id: str) -> PluginChats:
+        return self.services.chats.for_plugin(plugin_id)
+
+    def sessions(self, plugin_id: str, limit: int = 50) -> list[ChatSessionInfo]:
+        return self.store(plugin_id).sessions(limit)
+
+    def new_session(self, plugin_id: str, title: str = "", metadata: dict[str, Any] | None = None) -> int:
+        self.plugin(plugin_id)
+        return self.store(plugin_id).create_session(title, metadata=metadata)
+
+    def latest_or_new_session(self, plugin_id: str) -> int:
+        self.plugin(plugin_id)
+        return self.store(plugin_id).latest_or_new()
+
+    def entries(self, plugin_id: str, session_id: int) -> list[ChatEntry]:
+        return self.store(plugin_id).entries(session_id)
+
+    def attach_image(self, session_id: int, source: str | Path) -> str:
+        """Copy an image into the app's uploads folder and return the copy's path."""
+        path = Path(source).expanduser()
+        if not path.is_file():
+            raise ValueError(t("chat.image_missing", path=str(path)))
+        if path.suffix.lower() not in IMAGE_SUFFIXES:
+            raise ValueError(t("chat.image_type", suffixes=", ".join(sorted(IMAGE_SUFFIXES))))
+        if path.stat().st_size > MAX_IMAGE_BYTES:
+            raise ValueError(t("chat.image_too_big", mb=MAX_IMAGE_BYTES // (1024 * 1024)))
+        folder = self.services.paths.uploads_dir / "chat" / str(session_id)
+        folder.mkdir(parents=True, exist_ok=True)
+        target = folder / f"{uuid.uuid4().hex[:12]}{path.suffix.lower()}"
+        shutil.copyfile(path, target)
+        return str(target)
+
+    # -- talking -------------------------------------------------------------------------------
+    def send(self, plugin_id: str, session_id: int, text: str, images: Sequence[str | Path] = (),
+             cancel: CancelToken | None = None) -> Iterator[Any]:
+        """Store the user's message and stream the plugin's answer (events ending in one ``Done``).
+
+        Bad input (an empty message, a missing or oversized image, another plugin's session)
+        raises ``ValueError`` / ``KeyError`` before anything is stored."""
+        plugin = self.plugin(plugin_id)
+        store = self.store(plugin_id)
+        store.session(session_id)
+        text = text.strip()
+        if not text and not images:
+            raise ValueError(t("chat.empty_message"))
+        attached = [self.attach_image(session_id, image) for image in images]
+        content: str | list[dict[str, Any]] = text
+        if attached:
+            content = [{"type": "image", "image": image} for image in attached]
+            if text:
+                content.append({"type": "text", "text": text})
+        store.append(session_id, {"role": "user", "content": content})
+        return self._answer(plugin, store, session_id, cancel or CancelToken())
+
+    def regenerate(self, plugin_id: str, session_id: int, cancel: CancelToken | None = None) -> Iterator[Any]:
+        """Drop everything after the last user message and answer it again."""
+        plugin = self.plugin(plugin_id)
+        store = self.store(plugin_id)
+        messages = store.messages(session_id)
+        last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
+        if last_user is None:
+            raise ValueError(t("chat.nothing_to_regenerate"))
+        store.truncate(session_id, last_user + 1)
+        return self._answer(plugin, store, session_id, cancel or CancelToken())
+
+    def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken) -> Iterator[Any]:
+        messages = store.messages(session_id)
+        before = store.metadata(session_id)
+        request = ChatRequest(session_id=session_id, history=messages[:-1], message=messages[-1],
+                              metadata=copy.deepcopy(before))
+        answer: list[str] = []
+        calls: list[ev.ToolCall] = []
+        display: list[dict[str, Any]] = []
+        stored = False
+        try:
+            for event in run_chat(plugin, request, Context(plugin_id=plugin.id, services=self.services, cancel=cancel)):
+                if isinstance(event, ev.TextDelta) and event.step is None:
+                    answer.append(event.text)
+                elif isinstance(event, ev.ToolCall):
+                    calls.append(event)
+                if isinstance(event, _DISPLAYED):
+                    display.append(event.model_dump())
+                if isinstance(event, ev.Done):
+                    # Stored before the views hear "done", so a reload right after shows the answer.
+                    self._store_answer(store, session_id, "".join(answer), calls, display)
+                    stored = True
+                    if request.metadata != before:
+                        store.set_metadata(session_id, request.metadata)
+                yield event
+        finally:
+            if not stored:  # the view stopped following mid-answer: keep what was said
+                self._store_answer(store, session_id, "".join(answer), calls, display)
+
+    @staticmethod
+    def _store_answer(store: PluginChats, session_id: int, text: str, calls: list[ev.ToolCall],
+                      display: list[dict[str, Any]]) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if calls:
+            message["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
+                                     for c in calls]
+        if text or calls or display:
+            store.append(session_id, message, display)

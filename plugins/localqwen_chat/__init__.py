@@ -1,0 +1,1 @@
+"""The plain model chat, offered as a plugin like any other."""
