@@ -31,7 +31,8 @@ def run(
     from localqwen.plugin_api import PluginLoadError
 
     args = list(ctx.args)
-    wants_help = "--help" in args or "-h" in args
+    # `run PLUGIN --help` lands in ACTION (options are passed through unparsed), so look there too.
+    wants_help = bool({"--help", "-h"} & {*args, action_id})
     if plugin_id is None:
         typer.echo(ctx.get_help())
         raise typer.Exit(0 if wants_help else 2)
@@ -45,6 +46,8 @@ def run(
         typer.echo(f"{plugin.title}: {plugin.description}\n\nActions:")
         for item in plugin.actions():
             typer.echo(f"  {item.id:<20} {item.description}")
+        if plugin.chats:
+            typer.echo(f"\nThis plugin chats: localqwen chat --plugin {plugin.id}")
         raise typer.Exit(0 if action_id is None or wants_help else 2)
     try:
         action = plugin.action(action_id)

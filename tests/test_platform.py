@@ -1,0 +1,189 @@
+"""The platform pieces the plugins build on: chat store, conversations, one config owner, typed
+context, and the one exactly-one-Done wrapper. Real SQLite, real plugin host, no frontends."""
+
+from __future__ import annotations
+
+import pytest
+
+from localqwen.app import Workbench
+from localqwen.config import ConfigError
+from localqwen.plugin_api import ChatRequest, Context, Plugin, PluginHost, chat
+from localqwen.plugin_api import events as ev
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
+from localqwen.vocabulary.finish import finish_once
+
+
+class Parrot(Plugin):
+    """A chat-only plugin: repeats the message, counts turns in the session metadata."""
+
+    id = "parrot"
+    title = "Parrot"
+
+    @chat
+    def respond(self, request: ChatRequest, ctx: Context):
+        request.metadata["turns"] = request.metadata.get("turns", 0) + 1
+        yield ev.Step(step="listen", title="Listening")
+        yield ev.ToolCall(name="count", arguments={"n": len(request.history)}, result=str(len(request.history)))
+        if request.text == "boom":
+            raise RuntimeError("the parrot fell off its perch")
+        for word in f"you said {request.text}".split(" "):
+            ctx.cancel.raise_if_cancelled()
+            yield ev.TextDelta(text=word + " ")
+        yield ev.Done(result={"words": len(request.text.split())})
+
+
+def bench_with(*plugins: type[Plugin]) -> Workbench:
+    host = PluginHost(use_entry_points=False)
+    for plugin in plugins:
+        assert host.add(plugin) is not None, host.failures
+    return Workbench.create(host=host)
+
+
+def test_a_chat_only_plugin_loads_and_says_it_chats():
+    bench = bench_with(Parrot)
+    plugin = bench.host.get("parrot")
+    assert plugin.chats and plugin.actions() == []
+    assert [p.id for p in bench.conversations.plugins()] == ["parrot"]
+
+
+def test_conversation_turn_stores_answer_display_and_metadata():
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    events = list(talk.send("parrot", session, "hello there"))
+    assert [e.kind for e in events] == ["step", "tool_call", "text", "text", "text", "text", "done"]
+    assert events[-1].status == "ok" and events[-1].result == {"words": 2}
+    entries = talk.entries("parrot", session)
+    assert [e.message["role"] for e in entries] == ["user", "assistant"]
+    answer = entries[1]
+    assert answer.message["content"] == "you said hello there "
+    assert answer.message["tool_calls"][0]["function"] == {"name": "count", "arguments": {"n": 0}}
+    assert [d["kind"] for d in answer.display] == ["step", "tool_call"]
+    assert talk.store("parrot").metadata(session) == {"turns": 1}
+    # The second turn sees the first one as history, and the metadata it left.
+    events = list(talk.send("parrot", session, "again"))
+    assert events[1].arguments == {"n": 2}
+    assert talk.store("parrot").metadata(session) == {"turns": 2}
+
+
+def test_a_failing_responder_ends_in_error_and_one_done_and_keeps_the_user_message():
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    events = list(talk.send("parrot", session, "boom"))
+    assert [e.kind for e in events][-2:] == ["error", "done"]
+    assert sum(e.kind == "done" for e in events) == 1 and events[-1].status == "failed"
+    assert "perch" in events[-2].message
+    roles = [e.message["role"] for e in talk.entries("parrot", session)]
+    assert roles == ["user", "assistant"]  # the shown step and tool call are kept with the failed answer
+
+
+def test_stop_mid_answer_keeps_what_was_said():
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    cancel = CancelToken()
+    seen = []
+    for event in talk.send("parrot", session, "one two three four", cancel=cancel):
+        seen.append(event)
+        if event.kind == "text":
+            cancel.cancel("stopped")
+    assert seen[-1].kind == "done" and seen[-1].status == "cancelled"
+    assert talk.entries("parrot", session)[-1].message["content"] == "you "
+
+
+def test_regenerate_replaces_the_last_answer():
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    list(talk.send("parrot", session, "hi"))
+    list(talk.regenerate("parrot", session))
+    assert [e.message["role"] for e in talk.entries("parrot", session)] == ["user", "assistant"]
+
+
+def test_sessions_are_namespaced_per_plugin():
+    bench = bench_with(Parrot)
+    store = bench.services.chats
+    mine = store.for_plugin("parrot").create_session("mine")
+    other = store.for_plugin("medical").create_session("theirs", metadata={"patient": {"allergies": ["penicillin"]}})
+    assert [s.id for s in store.for_plugin("parrot").sessions()] == [mine]
+    assert store.for_plugin("medical").metadata(other) == {"patient": {"allergies": ["penicillin"]}}
+    with pytest.raises(KeyError, match="for plugin 'parrot'"):
+        store.for_plugin("parrot").messages(other)
+    with pytest.raises(KeyError):
+        list(bench.conversations.send("parrot", other, "hello"))
+    assert store.messages(other) == []  # nothing was stored in the other plugin's session
+
+
+def test_bad_input_is_refused_before_anything_is_stored(tmp_path):
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    with pytest.raises(ValueError):
+        talk.send("parrot", session, "   ")
+    (tmp_path / "notes.txt").write_text("not an image")
+    with pytest.raises(ValueError):
+        talk.send("parrot", session, "look", images=[tmp_path / "notes.txt"])
+    assert talk.entries("parrot", session) == []
+
+
+def test_old_chat_history_rows_become_the_plain_chat_plugins(tmp_path):
+    """A database from before chat was a plugin capability keeps its sessions, under "chat"."""
+    from localqwen.storage.chat_store import MIGRATIONS, ChatStore
+    from localqwen.storage.database import Database
+
+    old = Database(tmp_path / "old.sqlite3")
+    old.migrate("chat_history", MIGRATIONS[:2])
+    old.connection.execute("INSERT INTO chat_sessions(title, model, created_at, updated_at) VALUES ('t', '', 1, 1)")
+    old.connection.execute("INSERT INTO chat_messages(session_id, position, message, created_at) "
+                           "VALUES (1, 0, '{\"role\": \"user\", \"content\": \"hi\"}', 1)")
+    store = ChatStore(old)
+    (session,) = store.sessions("chat")
+    assert session.title == "t" and session.metadata == {}
+    assert store.entries(session.id)[0].display == []
+
+
+def test_set_config_updates_the_file_and_every_holder():
+    bench = Workbench.create()
+    device = bench.services.device
+    models = bench.services.models
+    bench.set_config("runtime", "remote_url", "http://127.0.0.1:9/v1")
+    assert device.remote_url == "http://127.0.0.1:9/v1"
+    assert models.config.runtime.remote_url == "http://127.0.0.1:9/v1"
+    assert bench.config.runtime.remote_url == bench.context("x").config.runtime.remote_url
+    assert 'remote_url = "http://127.0.0.1:9/v1"' in bench.paths.config_file.read_text()
+    with pytest.raises(ConfigError):
+        bench.set_config("runtime", "device", "tpu")
+    assert device.prefer == "auto" and bench.config.runtime.device == "auto"
+
+
+def test_context_is_typed_and_forwards_nothing_else():
+    ctx = Workbench.create().context("someplugin")
+    assert ctx.settings == {} and ctx.data_dir.is_dir()
+    with pytest.raises(AttributeError):
+        ctx.anything_at_all  # noqa: B018 - the old Context forwarded any name to the services
+
+
+def test_finish_once_ends_every_stream_with_exactly_one_done():
+    def raises():
+        yield ev.Log(message="a")
+        raise ValueError("bad")
+
+    def done_then_more():
+        yield ev.Done(result={"x": 1})
+        yield ev.Log(message="late")
+
+    def cancelled():
+        yield ev.Log(message="a")
+        raise Cancelled("user stop")
+
+    out = list(finish_once(raises()))
+    assert [e.kind for e in out] == ["log", "error", "done"] and out[-1].status == "failed"
+    out = list(finish_once(done_then_more()))
+    assert [e.kind for e in out] == ["log", "done"] and out[-1].result == {"x": 1}
+    out = list(finish_once(cancelled()))
+    assert out[-1].status == "cancelled" and out[-1].summary == "user stop"
+    token = CancelToken()
+    token.cancel("bye")
+    out = list(finish_once(iter([ev.Log(message="a"), ev.Log(message="b")]), token))
+    assert [e.kind for e in out] == ["log", "done"] and out[-1].status == "cancelled"
