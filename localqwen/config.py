@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from localqwen.atomic import atomic_write_text
+from localqwen.vocabulary.toml_writer import toml_value
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -127,20 +128,11 @@ def _section_lines(name: str, model: type[BaseModel]) -> list[str]:
         if info.description:
             lines.append(f"# {info.description}")
         default = info.get_default(call_default_factory=True)
-        lines.append(f"{field_name} = {_toml_value(default)}")
+        if default is None:  # TOML has no null: show the key, unset
+            lines.append(f"# {field_name} =")
+            continue
+        lines.append(f"{field_name} = {toml_value(default)}")
     return lines + [""]
-
-
-def _toml_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    import json
-
-    return json.dumps(str(value), ensure_ascii=False)
 
 
 def write_default_config(path: Path, plugin_sections: dict[str, type[BaseModel]] | None = None) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 
 from localqwen.app import Workbench
+from localqwen.vocabulary.exit_codes import exit_code
 
 
 def workbench() -> Workbench:
@@ -16,9 +17,6 @@ def workbench() -> Workbench:
     if bench.config_error is not None:
         typer.secho(f"warning: {bench.config_error} (using defaults)", fg="yellow", err=True)
     return bench
-
-
-EXIT_CODES = {"ok": 0, "failed": 1, "cancelled": 130}
 
 
 def run_and_print(bench: Workbench, plugin_id: str, action_id: str, values: Mapping[str, Any], as_json: bool) -> int:
@@ -50,4 +48,4 @@ def run_and_print(bench: Workbench, plugin_id: str, action_id: str, values: Mapp
         status = "cancelled"
     finally:
         printer.close()
-    return EXIT_CODES[status]
+    return exit_code(status)

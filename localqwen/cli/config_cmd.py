@@ -40,17 +40,17 @@ def show(as_json: bool = typer.Option(False, "--json", help="Print the effective
     if as_json:
         typer.echo(config.model_dump_json(indent=2))
         return
-    from localqwen.config import _toml_value
+    from localqwen.vocabulary.toml_writer import toml_value
 
     for section in ("app", "runtime"):
         typer.echo(f"[{section}]")
         for key, value in getattr(config, section).model_dump().items():
-            typer.echo(f"{key} = {_toml_value(value)}")
+            typer.echo(f"{key} = {toml_value(value)}")
         typer.echo("")
     for plugin_id, values in config.plugins.items():
         typer.echo(f"[plugins.{plugin_id}]")
         for key, value in values.items():
-            typer.echo(f"{key} = {_toml_value(value)}")
+            typer.echo(f"{key} = {toml_value(value)}")
         typer.echo("")
     if error is not None:
         raise typer.Exit(1)

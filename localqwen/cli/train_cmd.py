@@ -66,6 +66,7 @@ def train(
         raise typer.Exit(subprocess.call(command))
 
     from localqwen.training.runner import StopFlag, json_stdout_echo, run_job
+    from localqwen.vocabulary.exit_codes import exit_code
 
     stop = StopFlag()
     stop.install_signal_handlers()
@@ -74,7 +75,7 @@ def train(
         done = run_job(config, resume=resume, echo=echo, stop=stop)
     finally:
         printer.close()
-    raise typer.Exit({"ok": 0, "failed": 1, "cancelled": 130}[done.status])
+    raise typer.Exit(exit_code(done.status))
 
 
 def _show_memory_estimate(config, printer):  # noqa: ANN001, ANN202

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from localqwen.atomic import atomic_write_text
+from localqwen.vocabulary import toml_writer
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -225,31 +226,5 @@ def save_job_config(config: JobConfig, path: str | Path) -> Path:
 
 
 def dumps_toml(data: dict[str, Any]) -> str:
-    """A small TOML writer for our config shape (scalars, lists, nested tables)."""
-    lines: list[str] = []
-
-    def scalar(value: Any) -> str:
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        if isinstance(value, (int, float)):
-            return repr(value)
-        if isinstance(value, str):
-            return json.dumps(value, ensure_ascii=False)
-        if isinstance(value, (list, tuple)):
-            return "[" + ", ".join(scalar(v) for v in value) + "]"
-        if isinstance(value, dict):
-            return "{" + ", ".join(f"{json.dumps(str(k))} = {scalar(v)}" for k, v in value.items()) + "}"
-        raise TypeError(f"cannot write {type(value).__name__} to TOML")
-
-    def table(prefix: str, mapping: dict[str, Any]) -> None:
-        plain = {k: v for k, v in mapping.items() if not isinstance(v, dict) or k == "options"}
-        nested = {k: v for k, v in mapping.items() if isinstance(v, dict) and k != "options"}
-        if prefix:
-            lines.append(f"\n[{prefix}]")
-        for key, value in plain.items():
-            lines.append(f"{key} = {scalar(value)}")
-        for key, value in nested.items():
-            table(f"{prefix}.{key}" if prefix else key, value)
-
-    table("", data)
-    return "\n".join(lines).lstrip("\n") + "\n"
+    """A job config dict as TOML, with method and source options kept inline (``options = {r = 8}``)."""
+    return toml_writer.dumps_toml(data, inline=("options",))
