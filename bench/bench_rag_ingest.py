@@ -22,7 +22,7 @@ def main(n_docs: int = 120, rounds: int = 3) -> float:
         os.environ["LOCALQWEN_HOME"] = home
         from localqwen.app import Workbench
         from localqwen.retrieval.embeddings import get_embedder
-        from localqwen.retrieval.knowledge_base import KnowledgeBaseManager, index_text
+        from localqwen.retrieval.knowledge_base import index_text
 
         data = load_dataset("scifact")
         folder = Path(home) / "docs"

@@ -1,7 +1,5 @@
 """The plugin API: everything a LocalQwen plugin imports comes from here."""
 
-from localqwen.vocabulary import events
-from localqwen.vocabulary.cancel import Cancelled, CancelToken
 from localqwen.plugin_api.chat import ChatRequest, chat
 from localqwen.plugin_api.context import Context
 from localqwen.plugin_api.extensions import Extensions
@@ -9,6 +7,8 @@ from localqwen.plugin_api.forms import FieldSpec, Form, FormError, Widget, field
 from localqwen.plugin_api.host import PluginFailure, PluginHost, PluginInfo, PluginLoadError
 from localqwen.plugin_api.plugin import Action, Plugin, Requirements, action
 from localqwen.plugin_api.runner import run_action, run_chat
+from localqwen.vocabulary import events
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
 
 __all__ = [
     "Action",

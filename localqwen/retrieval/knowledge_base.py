@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localqwen.paths import PathOutsideRoot, ensure_within
-from localqwen.vocabulary import events
-from localqwen.vocabulary.cancel import CancelToken
 from localqwen.retrieval import store
 from localqwen.retrieval.chunking import chunk_blocks, hf_offsets
 from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL, get_embedder
 from localqwen.retrieval.loaders import DEFAULT_MAX_BYTES, SUPPORTED_SUFFIXES, DocumentError, load_document
 from localqwen.retrieval.search import FusionSettings, Hit, Mode, SearchIndex
+from localqwen.vocabulary import events
+from localqwen.vocabulary.cancel import CancelToken
 
 if TYPE_CHECKING:
     from localqwen.runtime.device import DeviceManager

@@ -7,15 +7,11 @@ manager a :class:`HostInfo` of a simulated host instead.
 from __future__ import annotations
 
 import gc
-import os
-import platform
 import threading
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.runtime.host import CudaDevice, HostInfo, probe_host
+from localqwen.runtime.host import HostInfo, probe_host
 from localqwen.runtime.plan import ModelInfo, Plan, make_plan, next_step
 
 if TYPE_CHECKING:

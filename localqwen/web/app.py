@@ -9,25 +9,18 @@ tab reopens them.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from localqwen.app import Workbench
 from localqwen.frontend_hooks import view_hook
 from localqwen.i18n import set_language, t
-from localqwen.jobs import paced
 from localqwen.plugin_api import Action, FormError, Plugin
 from localqwen.web.event_renderer import RunView, follow_job
 from localqwen.web.files import allowed_paths, gradio_temp_dir, prepare_environment
 from localqwen.web.form_renderer import collect_values, error_updates, render_form
-
-if TYPE_CHECKING:
-
-    from localqwen.jobs import Job
-    from localqwen.paths import AppPaths
 
 WEB_CSS = """
 .lq-progress { margin: 4px 0; }

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from localqwen.vocabulary.cancel import CancelToken
 from localqwen.runtime.engine import GenerationSettings
 from localqwen.runtime.engine.llamacpp_backend import LlamaCppEngine
 from localqwen.runtime.model_files import ModelFileError
+from localqwen.vocabulary.cancel import CancelToken
 
 PROMPT = [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Name three colours."}]
 

@@ -15,7 +15,6 @@ import pytest
 
 from localqwen.config import Config, RuntimeSection
 from localqwen.paths import app_paths
-from localqwen.vocabulary.cancel import Cancelled, CancelToken
 from localqwen.runtime import catalog
 from localqwen.runtime.downloads import NotCachedOfflineError
 from localqwen.runtime.model_files import (
@@ -26,6 +25,7 @@ from localqwen.runtime.model_files import (
     check_model_folder,
 )
 from localqwen.runtime.model_manager import ModelManager, NotDownloadedError
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
 
 
 def manager(**runtime) -> ModelManager:

@@ -6,8 +6,8 @@ import pytest
 
 from localqwen.runtime import catalog
 from localqwen.runtime.device import DeviceManager, is_out_of_memory
-from localqwen.runtime.host import CudaDevice, HostInfo
 from localqwen.runtime.engine.base import Engine
+from localqwen.runtime.host import CudaDevice, HostInfo
 from localqwen.runtime.plan import ModelInfo, make_plan, next_step
 
 

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from localqwen.vocabulary.cancel import CancelToken
 from localqwen.runtime.engine import EngineError, GenerationSettings, load_engine
 from localqwen.runtime.engine.transformers_backend import TransformersEngine
+from localqwen.vocabulary.cancel import CancelToken
 
 WEATHER_TOOL = {
     "type": "function",

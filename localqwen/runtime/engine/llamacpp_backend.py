@@ -20,8 +20,8 @@ from localqwen.runtime.engine.messages import StopScanner, has_images, to_openai
 from localqwen.runtime.engine.transformers_backend import _result
 
 if TYPE_CHECKING:
-    from localqwen.vocabulary.cancel import CancelToken
     from localqwen.runtime.plan import Plan
+    from localqwen.vocabulary.cancel import CancelToken
 
 TEMPLATES = Path(__file__).parent
 QWEN_TEMPLATE = Path(__file__).parents[2] / "testing" / "qwen_chat_template.jinja"
