@@ -187,3 +187,15 @@ def test_finish_once_ends_every_stream_with_exactly_one_done():
     token.cancel("bye")
     out = list(finish_once(iter([ev.Log(message="a"), ev.Log(message="b")]), token))
     assert [e.kind for e in out] == ["log", "done"] and out[-1].status == "cancelled"
+
+
+def test_run_plugin_help_lists_actions_and_exits_0():
+    from typer.testing import CliRunner
+
+    from localqwen.cli.main import app
+
+    result = CliRunner().invoke(app, ["run", "captioner", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "caption-folder" in result.output or "Actions:" in result.output
+    unknown = CliRunner().invoke(app, ["run", "captioner", "--no-such-flag"])
+    assert unknown.exit_code == 2
