@@ -32,19 +32,6 @@ def keep_cpu_4bit_trainable(model: nn.Module) -> None:
             module.support_avx512bf16_for_cpu = False
 
 
-def qlora_quantization_config(compute_dtype: str = "bfloat16"):
-    """The BitsAndBytesConfig QLoRA expects the base model to be loaded with (NF4, double quant)."""
-    import torch
-    from transformers import BitsAndBytesConfig
-
-    return BitsAndBytesConfig(
-        load_in_4bit=True,
-        bnb_4bit_quant_type="nf4",
-        bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=getattr(torch, compute_dtype),
-    )
-
-
 def apply_peft(model: nn.Module, method: str, settings: LowRankConfig, extra: dict[str, Any]):
     """Wrap ``model`` in a PeftModel for ``method``; returns the PeftModel."""
     from peft import IA3Config, LoraConfig, get_peft_model, prepare_model_for_kbit_training
@@ -55,7 +42,7 @@ def apply_peft(model: nn.Module, method: str, settings: LowRankConfig, extra: di
     if method == "qlora" and not quantized:
         raise AdapterError(
             "qlora needs a base model loaded in 4-bit (from_pretrained(..., quantization_config="
-            "qlora_quantization_config())); use 'lora' for a full-precision model"
+            "localqwen.runtime.quantization.nf4_config())); use 'lora' for a full-precision model"
         )
     if quantized and not getattr(model, "is_loaded_in_4bit", False):
         # PEFT picks its bitsandbytes-aware layers from this flag, which only from_pretrained sets;

@@ -41,16 +41,13 @@ def load_model_and_processor(
     vision = is_vision_model(path, task)
     kwargs: dict[str, Any] = {"dtype": pick_dtype(precision), "trust_remote_code": trust_remote_code}
     if quantize_4bit:
+        from localqwen.runtime.quantization import nf4_config
+
         if not torch.cuda.is_available():
             raise RuntimeError("QLoRA needs a CUDA GPU (bitsandbytes 4-bit NF4); use 'lora' on this machine")
-        try:
-            from transformers import BitsAndBytesConfig
-        except ImportError as exc:  # pragma: no cover
-            raise RuntimeError("QLoRA needs bitsandbytes: pip install 'localqwen[gpu]'") from exc
-        kwargs["quantization_config"] = BitsAndBytesConfig(
-            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-            bnb_4bit_compute_dtype=kwargs["dtype"] if kwargs["dtype"] != torch.float32 else torch.bfloat16,
-        )
+        # 4-bit matmuls in fp32 are slow and gain nothing: a full-precision job computes in bf16.
+        compute = "bfloat16" if kwargs["dtype"] == torch.float32 else str(kwargs["dtype"]).removeprefix("torch.")
+        kwargs["quantization_config"] = nf4_config(compute)
         kwargs["device_map"] = {"": 0}
     model_cls = AutoModelForImageTextToText if vision else AutoModelForCausalLM
     model = model_cls.from_pretrained(str(path), **kwargs)

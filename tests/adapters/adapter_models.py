@@ -55,12 +55,13 @@ def tiny_net(kind: str, seed: int = 0) -> TinyNet:
 def load_tiny_vl(path: Path, *, four_bit: bool = False):
     from transformers import AutoModelForImageTextToText
 
-    from localqwen.adapters.peft_methods import keep_cpu_4bit_trainable, qlora_quantization_config
+    from localqwen.adapters.peft_methods import keep_cpu_4bit_trainable
+    from localqwen.runtime.quantization import nf4_config
 
     if not four_bit:
         return AutoModelForImageTextToText.from_pretrained(path, dtype=torch.float32)
     model = AutoModelForImageTextToText.from_pretrained(
-        path, quantization_config=qlora_quantization_config("float32"), device_map="cpu"
+        path, quantization_config=nf4_config("float32"), device_map="cpu"
     )
     keep_cpu_4bit_trainable(model)  # before any eval forward packs the weights
     return model

@@ -17,23 +17,8 @@ from localqwen.runtime.engine.messages import StopScanner, check_messages, has_i
 from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
 
 if TYPE_CHECKING:
-    from localqwen.vocabulary.cancel import CancelToken
     from localqwen.runtime.plan import Plan
-
-
-def bitsandbytes_config(plan: Plan) -> Any:
-    """The 4-bit NF4, double-quantized config for a plan that asks for ``nf4``."""
-    import torch
-    from transformers import BitsAndBytesConfig
-
-    compute = getattr(torch, plan.compute_dtype or plan.dtype or "bfloat16")
-    return BitsAndBytesConfig(
-        load_in_4bit=True,
-        bnb_4bit_quant_type="nf4",
-        bnb_4bit_use_double_quant=True,
-        bnb_4bit_compute_dtype=compute,
-        bnb_4bit_quant_storage=compute,
-    )
+    from localqwen.vocabulary.cancel import CancelToken
 
 
 def load_kwargs(plan: Plan | None, *, trust_remote_code: bool = False) -> dict[str, Any]:
@@ -46,7 +31,10 @@ def load_kwargs(plan: Plan | None, *, trust_remote_code: bool = False) -> dict[s
         return kwargs
     kwargs["dtype"] = getattr(torch, plan.dtype or "float32")
     if plan.quantization == "nf4":
-        kwargs["quantization_config"] = bitsandbytes_config(plan)
+        from localqwen.runtime.quantization import nf4_config
+
+        compute = plan.compute_dtype or plan.dtype or "bfloat16"
+        kwargs["quantization_config"] = nf4_config(compute, storage_dtype=compute)
         kwargs["device_map"] = "auto"
     elif plan.device in ("cuda", "mps"):
         kwargs["device_map"] = plan.device
