@@ -10,7 +10,8 @@ from dataclasses import dataclass, field, replace
 
 from localqwen.runtime.host import GIB, HostInfo
 
-# Bytes per parameter for each way of holding weights.
+# Bytes per parameter for each way of holding weights (nf4: 4-bit weights plus their
+# double-quantized scales). The training memory estimate reads the same table.
 BYTES_PER_PARAM = {"float32": 4.0, "bfloat16": 2.0, "float16": 2.0, "nf4": 0.56, "Q4_K_M": 0.60, "Q8_0": 1.07}
 # Working memory on top of weights: activations, KV cache for a few thousand tokens, runtime.
 OVERHEAD_FRACTION = 0.20

@@ -15,9 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-GIB = 1024**3
-BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "int8": 1.0, "nf4": 0.5 + 0.127 / 8 * 4}  # nf4: + double-quant scales
-LORA_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
+from localqwen.adapters.config_base import DEFAULT_TARGETS
+from localqwen.runtime.host import GIB
+from localqwen.runtime.plan import BYTES_PER_PARAM
+
+# Training keeps weights and activations in bf16 (or fp16, the same size) unless the job asks for fp32.
+DTYPE_OF_PRECISION = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 CPU_ALLOCATOR_SLACK = 1.3
 
 
@@ -71,7 +74,7 @@ def model_shape(model_path_or_config: Any) -> ModelShape:
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.Linear) and "visual" not in name and "lm_head" not in name:
             linear += module.weight.numel()
-            if name.rsplit(".", 1)[-1] in LORA_TARGETS:
+            if name.rsplit(".", 1)[-1] in DEFAULT_TARGETS:
                 lora.append((module.in_features, module.out_features))
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
     kv_heads = getattr(text, "num_key_value_heads", None) or text.num_attention_heads
@@ -93,11 +96,11 @@ def estimate_memory(
     device: str = "cuda",
 ) -> MemoryEstimate:
     """Peak training memory in GiB, by part."""
-    dtype_bytes = BYTES["fp32" if precision == "fp32" else "bf16"]
+    dtype_bytes = BYTES_PER_PARAM[DTYPE_OF_PRECISION.get(precision, "bfloat16")]
     quantized = method == "qlora"
     if quantized:
         other = shape.total_params - shape.linear_params
-        weights = shape.linear_params * BYTES["nf4"] + other * dtype_bytes
+        weights = shape.linear_params * BYTES_PER_PARAM["nf4"] + other * dtype_bytes
     else:
         weights = shape.total_params * dtype_bytes
     if method == "full":
