@@ -41,6 +41,28 @@ def test_image_chat_streams_through_the_projector(vision_engine, tmp_path):
     assert result.prompt_tokens > text_only.prompt_tokens  # the image became vision tokens
 
 
+def test_image_chat_stops_and_cancels(vision_engine, tmp_path):
+    from PIL import Image
+
+    from localqwen.vocabulary.cancel import CancelToken
+
+    image = tmp_path / "blue.png"
+    Image.new("RGB", (64, 64), (20, 20, 230)).save(image)
+    messages = [{"role": "user", "content": [{"type": "image", "image": str(image)}, {"type": "text", "text": "Describe."}]}]
+    full = vision_engine.chat(messages, settings=GenerationSettings(max_new_tokens=8))
+    assert full.completion_tokens == 8 and full.finish_reason == "length"
+    stop = full.text[len(full.text) // 2:][:3]
+    cut = vision_engine.chat(messages, settings=GenerationSettings(max_new_tokens=8, stop=[stop]))
+    assert cut.finish_reason == "stop" and stop not in cut.text and full.text.startswith(cut.text)
+    cancel = CancelToken()
+    deltas = []
+    for delta in vision_engine.stream(messages, settings=GenerationSettings(max_new_tokens=8), cancel=cancel):
+        deltas.append(delta)
+        cancel.cancel("enough")
+    result = vision_engine.last_result
+    assert result.finish_reason == "cancelled" and result.completion_tokens < 8 and "".join(deltas) == result.text
+
+
 def test_qwen_chat_template_comes_from_the_gguf(vision_engine):
     tools = [{"type": "function", "function": {"name": "lookup", "parameters": {}}}]
     prompt = vision_engine.render([{"role": "user", "content": "Hi"}], tools)

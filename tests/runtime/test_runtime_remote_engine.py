@@ -69,3 +69,18 @@ def test_unreachable_server_and_unknown_model_give_clear_errors(server):
     assert RemoteEngine(server, model_id="qwen3-vl-8b-instruct").model_id == "gemma-test"
     with pytest.raises(EngineError, match="cannot reach"):
         RemoteEngine(f"http://127.0.0.1:{_free_port()}/v1")
+
+
+def test_cancel_mid_stream_ends_the_request(server):
+    from localqwen.vocabulary.cancel import CancelToken
+
+    engine = RemoteEngine(server)
+    cancel = CancelToken()
+    deltas = []
+    for delta in engine.stream(PROMPT, settings=GenerationSettings(max_new_tokens=40), cancel=cancel):
+        deltas.append(delta)
+        cancel.cancel("enough")
+    result = engine.last_result
+    assert result.finish_reason == "cancelled" and len(deltas) == 1
+    assert result.completion_tokens == 1 and result.text == deltas[0]
+    assert engine.chat(PROMPT, settings=GenerationSettings(max_new_tokens=3)).completion_tokens > 0  # server still serves

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen.runtime.engine.base import Engine, EngineError, GenerationSettings, Messages, Tools
 from localqwen.runtime.engine.messages import StopScanner, has_images, to_openai_messages
-from localqwen.runtime.engine.transformers_backend import _result
+from localqwen.runtime.engine.streaming import ChunkStream, chat_result
 
 if TYPE_CHECKING:
     from localqwen.runtime.plan import Plan
@@ -146,40 +146,23 @@ class LlamaCppEngine(Engine):
         tail = scanner.feed(decoder.decode(b"", final=True)) + scanner.finish()
         if tail:
             yield tail
-        self.last_result = _result(scanner.text, len(prompt), completion, reason)
+        self.last_result = chat_result(scanner.text, len(prompt), completion, reason)
 
     def _stream_multimodal(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
                            cancel: CancelToken | None) -> Iterator[str]:
         if not self.supports_images:
             raise EngineError(f"{self.model_id} was loaded without a vision projector (mmproj)")
-        scanner = StopScanner(settings.stop)
-        completion = 0
-        reason = "length"
+        stream = ChunkStream(settings.stop, default_reason="length")
         chunks = self.llm.create_chat_completion(
             messages=to_openai_messages(messages), tools=tools, stream=True,
             max_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
             top_k=settings.top_k if not settings.greedy else 1, min_p=0.0,
             repeat_penalty=settings.repetition_penalty, seed=settings.seed,
         )
-        for chunk in chunks:
-            choice = chunk["choices"][0]
-            delta = choice.get("delta", {}).get("content") or ""
-            if delta:
-                completion += 1
-                shown = scanner.feed(delta)
-                if shown:
-                    yield shown
-            if choice.get("finish_reason"):
-                reason = choice["finish_reason"]
-            if scanner.stopped or (cancel is not None and cancel.cancelled):
-                reason = "cancelled" if not scanner.stopped else "stop"
-                chunks.close()
-                break
-        tail = scanner.finish()
-        if tail:
-            yield tail
-        prompt_tokens = max(self.llm.n_tokens - completion, 0)
-        self.last_result = _result(scanner.text, prompt_tokens, completion, reason)
+        yield from stream.read(chunks, cancel)
+        # llama-cpp-python streams one token per chunk and reports no usage while streaming.
+        completion = stream.text_chunks
+        self.last_result = stream.result(max(self.llm.n_tokens - completion, 0), completion)
 
     def close(self) -> None:
         super().close()

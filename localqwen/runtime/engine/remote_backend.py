@@ -12,17 +12,9 @@ import urllib.request
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from localqwen.runtime.engine.base import (
-    ChatResult,
-    Engine,
-    EngineError,
-    GenerationSettings,
-    Messages,
-    ToolCall,
-    Tools,
-)
-from localqwen.runtime.engine.messages import StopScanner, to_openai_messages
-from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
+from localqwen.runtime.engine.base import Engine, EngineError, GenerationSettings, Messages, Tools
+from localqwen.runtime.engine.messages import to_openai_messages
+from localqwen.runtime.engine.streaming import ChunkStream
 
 if TYPE_CHECKING:
     from localqwen.vocabulary.cancel import CancelToken
@@ -108,63 +100,14 @@ class RemoteEngine(Engine):
 
     def _stream(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
                 cancel: CancelToken | None) -> Iterator[str]:
-        scanner = StopScanner(settings.stop)
-        calls: dict[int, dict[str, str]] = {}  # structured tool-call fragments by index
-        usage: dict[str, Any] = {}
-        reason = "stop"
-        chunks = 0
+        stream = ChunkStream(settings.stop)
         with self._request("/chat/completions", self._payload(messages, tools, settings, stream=True)) as response:
-            for event in _server_sent_events(response):
-                if cancel is not None and cancel.cancelled:
-                    reason = "cancelled"
-                    break
-                usage = event.get("usage") or usage
-                for choice in event.get("choices", []):
-                    delta = choice.get("delta") or {}
-                    text = delta.get("content") or ""
-                    if text:
-                        chunks += 1
-                        shown = scanner.feed(text)
-                        if shown:
-                            yield shown
-                    for fragment in delta.get("tool_calls") or []:
-                        entry = calls.setdefault(fragment.get("index", len(calls)), {"name": "", "arguments": ""})
-                        function = fragment.get("function") or {}
-                        entry["name"] += function.get("name") or ""
-                        entry["arguments"] += function.get("arguments") or ""
-                    if choice.get("finish_reason"):
-                        reason = choice["finish_reason"]
-                if scanner.stopped:
-                    reason = "stop"
-                    break
-        tail = scanner.finish()
-        if tail:
-            yield tail
-        reasoning, answer = split_reasoning(scanner.text)
-        answer, parsed = parse_tool_calls(answer)
-        parsed += [_structured_call(entry) for entry in calls.values() if entry["name"]]
-        if parsed and reason == "stop":
-            reason = "tool_calls"
-        if "prompt_tokens" in usage:
-            prompt_tokens = int(usage["prompt_tokens"])
+            yield from stream.read(_server_sent_events(response), cancel)
+        if "prompt_tokens" in stream.usage:
+            prompt_tokens = int(stream.usage["prompt_tokens"])
         else:  # servers that send no usage while streaming (llama.cpp's) are asked separately
             prompt_tokens = self.count_tokens(messages, tools)
-        self.last_result = ChatResult(
-            text=answer.strip() if parsed or reasoning else answer,
-            tool_calls=parsed,
-            prompt_tokens=prompt_tokens,
-            completion_tokens=int(usage.get("completion_tokens", chunks)),
-            finish_reason=reason,
-            reasoning=reasoning,
-        )
-
-
-def _structured_call(entry: dict[str, str]) -> ToolCall:
-    try:
-        arguments = json.loads(entry["arguments"] or "{}")
-    except json.JSONDecodeError:
-        arguments = {"value": entry["arguments"]}
-    return ToolCall(entry["name"], arguments if isinstance(arguments, dict) else {"value": arguments})
+        self.last_result = stream.result(prompt_tokens)
 
 
 def _server_sent_events(response: Any) -> Iterator[dict[str, Any]]:

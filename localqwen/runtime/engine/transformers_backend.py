@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen.runtime.engine.base import ChatResult, Engine, EngineError, GenerationSettings, Messages, Tools
 from localqwen.runtime.engine.messages import StopScanner, check_messages, has_images, load_image
-from localqwen.runtime.engine.tool_calls import parse_tool_calls, split_reasoning
+from localqwen.runtime.engine.streaming import chat_result
 
 if TYPE_CHECKING:
     from localqwen.runtime.plan import Plan
@@ -222,7 +222,7 @@ class TransformersEngine(Engine):
             reason = "stop"
         else:
             reason = "length" if len(generated) >= settings.max_new_tokens else "stop"
-        self.last_result = _result(scanner.text, prompt_length, completion_tokens, reason)
+        self.last_result = chat_result(scanner.text, prompt_length, completion_tokens, reason)
 
     def chat(self, messages: Messages, *, tools: Tools | None = None, settings: GenerationSettings | None = None,
              cancel: CancelToken | None = None) -> ChatResult:
@@ -270,7 +270,7 @@ class TransformersEngine(Engine):
             else:
                 reason = "length" if completion_tokens >= settings.max_new_tokens else "stop"
             prompt_tokens = int(inputs["attention_mask"][row].sum())
-            results.append(_result(text, prompt_tokens, completion_tokens, reason))
+            results.append(chat_result(text, prompt_tokens, completion_tokens, reason))
         return results
 
     def close(self) -> None:
@@ -281,15 +281,6 @@ class TransformersEngine(Engine):
             from localqwen.runtime.device import _free_memory
 
             _free_memory()
-
-
-def _result(text: str, prompt_tokens: int, completion_tokens: int, reason: str) -> ChatResult:
-    reasoning, answer = split_reasoning(text)
-    answer, calls = parse_tool_calls(answer)
-    if calls and reason == "stop":
-        reason = "tool_calls"
-    return ChatResult(answer.strip() if calls or reasoning else answer, calls, prompt_tokens,
-                      completion_tokens, reason, reasoning)
 
 
 def _count_until_eos(generated: list[int], eos_ids: set[int], pad_id: int | None) -> int:
