@@ -43,7 +43,7 @@ class JobManager:
         """Run any event generator (an action, a download, an indexing pass) as a job; it gets the
         job's token. Plugin actions come here through ``Workbench.start_action``."""
         job = self._new_job("action" if action_id else "stream", title, plugin_id=plugin_id, action_id=action_id)
-        self._run(job, lambda: make_events(job.cancel_token))
+        self._run(job, lambda: make_events(job.cancel_token), cancel=job.cancel_token)
         return job
 
     def start_command(self, argv: Sequence[str | Path], *, title: str, cwd: Path | None = None,
@@ -52,8 +52,10 @@ class JobManager:
         """Run a command that prints JSON-lines events (other output lines become ``Log`` events);
         cancelling stops it with SIGTERM, then SIGKILL after ``grace_s``."""
         job = self._new_job("command", title, command=[str(a) for a in argv])
+        # The process runner does the cancelling (SIGTERM, then the command's own ending), so the
+        # command's last words (its Done, e.g. "checkpoint kept") are never cut off by the wrapper.
         self._run(job, lambda: command_events(job.command, job.cancel_token, cwd=cwd, env=env,
-                                              stderr_path=stderr_path, grace_s=grace_s))
+                                              stderr_path=stderr_path, grace_s=grace_s), cancel=None)
         return job
 
     def _new_job(self, kind: str, title: str, **extra: Any) -> Job:
@@ -66,11 +68,10 @@ class JobManager:
             self._jobs[job_id] = job
         return job
 
-    def _run(self, job: Job, make_events: Callable[[], Iterable[Any]]) -> None:
+    def _run(self, job: Job, make_events: Callable[[], Iterable[Any]], *, cancel: CancelToken | None) -> None:
         job.start()
         self._save(job)
-        run_in_thread(make_events, lambda event: self._record(job, event), cancel=job.cancel_token,
-                      name=f"job-{job.id}")
+        run_in_thread(make_events, lambda event: self._record(job, event), cancel=cancel, name=f"job-{job.id}")
 
     # -- recording ------------------------------------------------------------------------------
     def _record(self, job: Job, event: Any) -> None:

@@ -1,11 +1,9 @@
-"""Shared, UI-free pieces of the frontends: i18n catalog, config edits, jobs, chat history and
-the chat controller, plugin view hooks."""
+"""Shared, UI-free pieces of the frontends: i18n catalog, config edits, chat history and the chat
+controller, plugin view hooks. (The job engine's tests are in tests/test_jobs.py.)"""
 
 from __future__ import annotations
 
 import re
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,6 @@ from localqwen.storage.chat_store import ChatHistory
 from localqwen.chat_session import ChatController
 from localqwen.config import load_config
 from localqwen.config_edit import set_config_value
-from localqwen.plugin_api import FormError
 from localqwen.plugin_api import events as ev
 from localqwen.storage.database import Database
 
@@ -78,86 +75,6 @@ def test_set_config_value_keeps_comments_and_validates(tmp_path):
     with pytest.raises(Exception, match="language"):
         set_config_value(path, "app", "language", "klingon")
     assert path.read_text(encoding="utf-8") == before
-
-
-# -- jobs ----------------------------------------------------------------------------------------
-def test_action_job_runs_in_background_and_is_recorded(frontend_plugins):
-    bench = Workbench.create()
-    jobs = bench.services.jobs
-    with pytest.raises(FormError) as error:
-        bench.start_action("testplug", "echo", {"repeat": 9})
-    assert set(error.value.errors) == {"text", "repeat"}
-    job = bench.start_action("testplug", "echo", {"text": "hi", "repeat": 3})
-    assert job.wait(10)
-    assert job.status == "ok" and job.fraction == 1.0
-    kinds = [e.kind for e in job.events]
-    assert kinds.count("text") == 3 and kinds[-1] == "done"
-    record = jobs.record(job.id)
-    assert record.status == "ok" and record.progress == 1.0 and record.summary == "3 lines"
-    # A new process (a new manager) still lists it and replays its events from the log.
-    again = Workbench.create().services.jobs
-    assert again.get(job.id) is None
-    assert [e.kind for e in again.events(job.id)] == kinds
-
-
-def test_cancel_stops_an_action_job_and_its_cleanup_runs(frontend_plugins):
-    bench = Workbench.create()
-    job = bench.start_action("testplug", "slow", {"steps": 500, "delay": 0.02})
-    while not job.progress:
-        time.sleep(0.01)
-    assert bench.services.jobs.cancel(job.id)
-    assert job.wait(5)
-    assert job.status == "cancelled"
-    marker = bench.paths.outputs_dir / "testplug" / "slow.state"
-    assert marker.read_text().endswith("cancelled")
-    assert int(marker.read_text().split()[0]) < 500
-
-
-def test_command_job_reads_json_lines_and_cancel_terminates(frontend_plugins):
-    bench = Workbench.create()
-    jobs = bench.services.jobs
-    argv = [sys.executable, "-m", "localqwen.cli.main", "run", "testplug", "slow", "--steps", "400", "--delay",
-            "0.02", "--json"]
-    job = jobs.start_command(argv, title="slow via CLI")
-    deadline = time.monotonic() + 30
-    while not job.progress and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert job.progress, [getattr(e, "message", e) for e in job.events]
-    job.cancel()
-    assert job.wait(15)
-    assert job.status == "cancelled"
-    assert isinstance(job.events[-1], ev.Done)
-    done_count = jobs.start_command([sys.executable, "-c", "print('plain line'); print('{\"kind\": \"progress\", \"done\": 1, \"total\": 1}')"],
-                                    title="mixed output")
-    assert done_count.wait(15) and done_count.status == "ok"
-    assert [e.kind for e in done_count.events] == ["log", "progress", "done"]
-    failing = jobs.start_command([sys.executable, "-c", "import sys; sys.exit(3)"], title="fails")
-    assert failing.wait(15) and failing.status == "failed" and "exit code 3" in failing.summary
-
-
-def test_jobs_left_running_by_a_dead_process_are_marked_interrupted(tmp_path):
-    from localqwen.jobs import JobManager
-    from localqwen.paths import app_paths
-
-    paths = app_paths()
-    database = Database(paths.database_file)
-    jobs = JobManager(database, paths.runs_dir / "jobs")
-    job = jobs._new_job("action", "orphan")
-    database.connection.execute("UPDATE jobs SET status = 'running', owner_pid = 999999999 WHERE id = ?", (job.id,))
-    JobManager(database, paths.runs_dir / "jobs")
-    assert jobs.record(job.id).status == "interrupted"
-
-
-def test_stream_job_reports_errors(frontend_plugins):
-    bench = Workbench.create()
-
-    def broken(cancel):
-        yield ev.Progress(done=1, total=2)
-        raise OSError("disk full")
-
-    job = bench.services.jobs.start_stream("broken download", broken)
-    assert job.wait(5) and job.status == "failed"
-    assert any(isinstance(e, ev.Error) and "disk full" in e.message for e in job.events)
 
 
 # -- chat ----------------------------------------------------------------------------------------
