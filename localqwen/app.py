@@ -52,7 +52,8 @@ class Workbench:
         return self.host.extensions()
 
     def context(self, plugin_id: str, cancel: CancelToken | None = None) -> Context:
-        return Context(plugin_id=plugin_id, services=self.services, cancel=cancel or CancelToken())
+        return Context(plugin_id=plugin_id, services=self.services, cancel=cancel or CancelToken(),
+                       extensions_loader=lambda: self.extensions)
 
     def run(self, plugin_id: str, action_id: str, values: Form | Mapping[str, Any],
             cancel: CancelToken | None = None) -> Iterator[Any]:

@@ -18,8 +18,11 @@ def plugins(
     """List plugins with their actions; broken plugins are shown with the reason."""
     from localqwen.cli.common import workbench
 
-    host = workbench().host
+    bench = workbench()
+    host = bench.host
     infos = host.available()
+    # Gathering the extensions calls each plugin's register hook, so one that fails there is listed as failed.
+    extensions = bench.extensions if load else None
     loaded = {p.id: p for p in host.load_all()} if load else {}
     rows = []
     for info in infos:
@@ -31,6 +34,7 @@ def plugins(
             "source": "built-in" if info.builtin else info.distribution,
             "status": "failed" if failure else ("loaded" if plugin else "not loaded"),
             "actions": [a.id for a in plugin.actions()] if plugin else [],
+            "adds": extensions.added_by(info.name) if plugin and extensions else {},
             "error": failure.reason if failure else "",
         })
     if as_json:
@@ -39,8 +43,10 @@ def plugins(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("plugin", "title", "source", "status", "actions")
+    table = Table("plugin", "title", "source", "status", "actions", "adds")
     for row in rows:
         status = f"[red]failed: {row['error']}[/red]" if row["error"] else row["status"]
-        table.add_row(row["id"], row["title"], row["source"], status, ", ".join(row["actions"]))
+        adds = "; ".join(f"{kind.replace('_', ' ')}: {', '.join(names)}" for kind, names in row["adds"].items())
+        table.add_row(row["id"], row["title"], row["source"], status, ", ".join(row["actions"]), adds)
     Console().print(table if rows else "No plugins installed.")
+

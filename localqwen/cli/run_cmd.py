@@ -7,8 +7,14 @@ own. ``--json`` prints one JSON event per line. Exit codes: 0 ok, 1 failed, 2 ba
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, NoReturn
+
 import click
 import typer
+
+if TYPE_CHECKING:
+    from localqwen.app import Workbench
+    from localqwen.plugin_api import Action
 
 
 def register(app: typer.Typer) -> None:
@@ -26,8 +32,7 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines."),
 ) -> None:
     """Run a plugin action with options generated from its form. `run PLUGIN ACTION --help` lists them."""
-    from localqwen.cli.common import run_and_print, workbench
-    from localqwen.cli.form_options import form_command
+    from localqwen.cli.common import workbench
     from localqwen.plugin_api import PluginLoadError
 
     args = list(ctx.args)
@@ -54,8 +59,17 @@ def run(
     except KeyError as exc:
         typer.secho(f"error: {exc.args[0]}", fg="red", err=True)
         raise typer.Exit(2) from None
+    run_with_options(bench, plugin_id, action, args, as_json, f"localqwen run {plugin_id} {action_id}")
 
-    command = form_command(action.form, f"localqwen run {plugin_id} {action_id}", action.description)
+
+def run_with_options(bench: Workbench, plugin_id: str, action: Action, args: list[str], as_json: bool,
+                     prog: str) -> NoReturn:
+    """Parse ``args`` with options generated from the action's form, run it, print its events and
+    exit with its code. `run` and every plugin's CLI shortcut (shortcuts.py) end here."""
+    from localqwen.cli.common import run_and_print
+    from localqwen.cli.form_options import form_command
+
+    command = form_command(action.form, prog, action.description)
     try:
         values = command.main(args, prog_name=command.name, standalone_mode=False)
     except click.exceptions.Exit as exc:  # --help was printed
@@ -66,4 +80,4 @@ def run(
     if not isinstance(values, dict):  # click printed --help and returned its exit code
         raise typer.Exit(values or 0)
 
-    raise typer.Exit(run_and_print(bench, plugin_id, action_id, values, as_json))
+    raise typer.Exit(run_and_print(bench, plugin_id, action.id, values, as_json))

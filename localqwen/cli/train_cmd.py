@@ -7,6 +7,7 @@ Exit codes: 0 ok, 1 failed, 2 bad config, 130 cancelled (SIGTERM/Ctrl-C, checkpo
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from pathlib import Path
 
 import typer
@@ -41,7 +42,8 @@ def train(
             from localqwen.training.estimate import estimate_time
 
             printer(ev.Log(message=f"measuring {warmup_steps} warm-up steps..."))
-            timing = estimate_time(config, warmup_steps=warmup_steps)
+            with _probe_config(config, printer) as probe:
+                timing = estimate_time(probe, warmup_steps=warmup_steps)
             printer(ev.Table(title="Time estimate", columns=["item", "value"], rows=[
                 ["seconds per step", round(timing.seconds_per_step, 3)],
                 ["total steps", timing.total_steps],
@@ -68,14 +70,51 @@ def train(
     from localqwen.training.runner import StopFlag, json_stdout_echo, run_job
     from localqwen.vocabulary.exit_codes import exit_code
 
+    data_sources = _data_sources(config, printer)  # before stdout is redirected: its warnings are events
     stop = StopFlag()
     stop.install_signal_handlers()
     echo = json_stdout_echo() if as_json else printer
     try:
-        done = run_job(config, resume=resume, echo=echo, stop=stop)
+        done = run_job(config, resume=resume, echo=echo, stop=stop, data_sources=data_sources)
     finally:
         printer.close()
     raise typer.Exit(exit_code(done.status))
+
+
+def _data_sources(config, printer):  # noqa: ANN001, ANN202
+    """The data sources a ``[data.source]`` may name: the built-ins and every plugin's (registered
+    through ``Plugin.register``, so this loads the plugins; only done when the job uses a source)."""
+    if config.data.source is None:
+        return None
+    from localqwen.cli.common import workbench
+    from localqwen.plugin_api import events as ev
+
+    bench = workbench()
+    sources = bench.extensions.data_sources
+    for failure in bench.host.failures.values():
+        printer(ev.Warning(message=f"plugin '{failure.name}' skipped: {failure.reason}"))
+    return sources
+
+
+@contextmanager
+def _probe_config(config, printer):  # noqa: ANN001, ANN202
+    """The config the time estimate measures. Its probe job knows only the built-in data sources,
+    so a ``[data.source]`` (a plugin's, say) is built here into a scratch folder, removed after, and
+    the probe gets the resulting file instead."""
+    if config.data.source is None:
+        yield config
+        return
+    import tempfile
+
+    from localqwen.training.data_sources import build_data_source
+
+    source = config.data.source
+    with tempfile.TemporaryDirectory(prefix="lq-estimate-data-") as scratch:
+        probe = config.model_copy(deep=True)
+        probe.data.train = str(build_data_source(_data_sources(config, printer), source.name, scratch,
+                                                 **source.options))
+        probe.data.source = None
+        yield probe
 
 
 def _show_memory_estimate(config, printer):  # noqa: ANN001, ANN202

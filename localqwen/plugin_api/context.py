@@ -6,6 +6,7 @@ The objects behind the properties are built on first use by the one assembler (`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from localqwen.config import Config
     from localqwen.jobs import JobManager
     from localqwen.paths import AppPaths
+    from localqwen.plugin_api.extensions import Extensions
     from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
     from localqwen.runtime.device import DeviceManager
     from localqwen.runtime.engine import Engine
@@ -30,6 +32,9 @@ class Context:
     plugin_id: str
     services: Services = field(repr=False)
     cancel: CancelToken = field(default_factory=CancelToken)
+    # Gives the app's one Extensions object; a callable because gathering it loads every plugin,
+    # which only the few actions that read it (the trainer's data and evaluate steps) should pay.
+    extensions_loader: Callable[[], Extensions] | None = field(default=None, repr=False)
 
     # -- settings and folders ---------------------------------------------------------------
     @property
@@ -82,6 +87,13 @@ class Context:
     @property
     def database(self) -> Database:
         return self.services.database
+
+    @property
+    def extensions(self) -> Extensions:
+        """What every plugin registered (data sources, metrics, tools, shortcuts), LocalQwen's own included."""
+        if self.extensions_loader is None:
+            raise RuntimeError("this Context was made without the app's extensions; make it with Workbench.context()")
+        return self.extensions_loader()
 
     @property
     def chats(self) -> PluginChats:

@@ -120,18 +120,19 @@ class PluginHost:
         return plugins
 
     def extensions(self) -> Extensions:
-        """Load every available plugin and gather what each adds through its ``register`` hook.
+        """Load every available plugin and gather what each adds through its ``register`` hook,
+        on top of LocalQwen's own data source and metric (:meth:`Extensions.builtin`).
 
-        A plugin whose hook raises is recorded in ``failures`` (and unloaded), like one that fails
-        to import; what it registered before failing is dropped."""
-        extensions = Extensions()
+        A plugin whose hook raises, or registers a shortcut to an action it does not have, is
+        recorded in ``failures`` by name with the reason and unloaded, like one that fails to
+        import; what it registered before failing is dropped, the others keep theirs."""
+        extensions = Extensions.builtin()
         for plugin in self.load_all():
-            trial = Extensions(**{name: dict(getattr(extensions, name))
-                                  for name in ("data_sources", "metrics", "tools", "shortcuts")},
-                               current_plugin=plugin.id)
+            trial = extensions.fork(plugin.id)
             try:
                 plugin.register(trial)
-            except Exception as exc:
+                _check_shortcuts(plugin, trial)
+            except Exception as exc:  # a broken plugin must never take the host down
                 self._loaded.pop(plugin.id, None)
                 self._fail(plugin.id, f"register() failed: {type(exc).__name__}: {exc}")
                 continue
@@ -170,6 +171,14 @@ class PluginHost:
 
     def _fail(self, name: str, reason: str) -> None:
         self.failures[name] = PluginFailure(name=name, reason=reason, traceback=traceback.format_exc())
+
+
+def _check_shortcuts(plugin: Plugin, extensions: Extensions) -> None:
+    """Each shortcut ``plugin`` registered exposes actions it really has (caught at load, not at use)."""
+    for shortcut in extensions.shortcuts.values():
+        if shortcut.plugin_id == plugin.id:
+            for action_id in shortcut.actions:
+                plugin.action(action_id)  # KeyError naming the plugin's actions
 
 
 class PluginLoadError(RuntimeError):

@@ -1,7 +1,8 @@
 """After training: evaluate on held-out rows, compare base vs. tuned, merge a LoRA, export GGUF.
 
-A task metric is a plugin-supplied hook ``metric(predictions, references) -> {name: value}``;
-``exact_match`` is the built-in one (the shapes proof uses it).
+A task metric is ``metric(predictions, references) -> {name: value}``; ``exact_match`` is the
+built-in one (the shapes proof uses it), plugins add theirs with ``extensions.add_metric`` and the
+caller passes the mapping to choose from (no module-level registry).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,37 +28,19 @@ def exact_match(predictions: list[str], references: list[str]) -> dict[str, floa
     return {"exact_match": hits / max(1, len(references))}
 
 
-_METRICS: dict[str, Metric] = {"exact_match": exact_match}
+def builtin_metrics() -> dict[str, Metric]:
+    """The task metrics LocalQwen ships itself (a fresh dict: callers may add to it)."""
+    return {"exact_match": exact_match}
 
 
-def register_metric(name: str, metric: Metric) -> None:
-    """Plugins add task metrics here (e.g. the captioner's BLEU/ROUGE/CIDEr); the wizard lists them."""
-    if not name or not callable(metric):
-        raise ValueError("a metric needs a name and a callable metric(predictions, references) -> dict")
-    _METRICS[name] = metric
-
-
-def get_metric(name: str) -> Metric | None:
-    """The metric called ``name``; ``none`` (or empty) means loss only."""
+def get_metric(metrics: Mapping[str, Metric], name: str) -> Metric | None:
+    """The metric called ``name`` in ``metrics`` (the app's ``Extensions.metrics``: the built-ins plus
+    what plugins registered); ``none`` (or empty) means loss only."""
     if name in ("", "none"):
         return None
-    if name not in _METRICS:
-        _load_plugin_metrics()
-    if name not in _METRICS:
-        raise KeyError(f"unknown metric '{name}' (registered: {', '.join(sorted(_METRICS))}, or none)")
-    return _METRICS[name]
-
-
-def metric_names() -> list[str]:
-    _load_plugin_metrics()
-    return sorted(_METRICS)
-
-
-def _load_plugin_metrics() -> None:
-    # Plugins register metrics from the same entry points as their data sources.
-    from localqwen.training.data_sources import load_plugin_extensions
-
-    load_plugin_extensions()
+    if name not in metrics:
+        raise KeyError(f"unknown metric '{name}' (registered: {', '.join(sorted(metrics))}, or none)")
+    return metrics[name]
 
 
 def split_prompt(row: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:

@@ -1,14 +1,15 @@
-"""Registered dataset generators ("data sources") that the trainer wizard and job configs can use.
+"""Dataset generators ("data sources") a job or the trainer wizard can build its train file with.
 
-A plugin registers one with ``register_data_source(name, title, builder)``; ``builder(out_dir,
-**options)`` writes a dataset file into ``out_dir`` and returns its path. So that a bare
-``localqwen train`` (which loads no plugin) also knows them, a package names its ``register()``
-function in the ``localqwen.data_sources`` entry-point group; those are loaded on first lookup.
+A data source is ``builder(out_dir, **options) -> path of the train file``. There is no registry in
+this module: whoever builds data passes the mapping name -> :class:`DataSource` to use. In the app
+that mapping is ``Workbench.extensions.data_sources``: the built-ins below plus what each plugin
+adds with ``extensions.add_data_source`` in its ``register`` hook. Code with no workbench (tests,
+the shapes proof) passes :func:`builtin_data_sources`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,58 +22,29 @@ class DataSource:
     name: str
     title: str
     builder: Builder
+    plugin_id: str = ""  # the plugin that registered it; "" for LocalQwen's own
 
 
-_SOURCES: dict[str, DataSource] = {}
+DataSources = Mapping[str, DataSource]
 
 
-def register_data_source(name: str, title: str, builder: Builder) -> None:
-    """Add (or replace) a data source. Names are short ids like ``synthetic-shapes``."""
-    if not name or not callable(builder):
-        raise ValueError("a data source needs a name and a callable builder(out_dir, **options) -> Path")
-    _SOURCES[name] = DataSource(name, title, builder)
+def builtin_data_sources() -> dict[str, DataSource]:
+    """The generators LocalQwen ships itself (a fresh dict: callers may add to it)."""
+    from localqwen.training.synthetic_shapes import data_source_builder
+
+    return {"synthetic-shapes": DataSource("synthetic-shapes", "Synthetic coloured shapes (image captions)",
+                                           data_source_builder)}
 
 
-ENTRY_POINT_GROUP = "localqwen.data_sources"
-_loaded_entry_points: set[str] = set()
-failures: dict[str, str] = {}
-
-
-def _register_builtins() -> None:
-    if "synthetic-shapes" not in _SOURCES:
-        from localqwen.training.synthetic_shapes import data_source_builder
-
-        register_data_source("synthetic-shapes", "Synthetic coloured shapes (image captions)", data_source_builder)
-    load_plugin_extensions()
-
-
-def load_plugin_extensions() -> None:
-    """Run each installed package's training ``register()`` (data sources, task metrics), once."""
-    from importlib import metadata
-
-    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _loaded_entry_points:
-            continue
-        _loaded_entry_points.add(ep.name)
-        try:
-            ep.load()()
-        except Exception as exc:  # one broken package must not hide the other sources
-            failures[ep.name] = f"{type(exc).__name__}: {exc}"
-
-
-def list_data_sources() -> list[DataSource]:
-    _register_builtins()
-    return sorted(_SOURCES.values(), key=lambda s: s.name)
-
-
-def build_data_source(name: str, out_dir: str | Path, **options: Any) -> Path:
-    _register_builtins()
-    if name not in _SOURCES:
-        known = ", ".join(sorted(_SOURCES)) or "none"
-        raise KeyError(f"unknown data source '{name}' (registered: {known})")
+def build_data_source(sources: DataSources, name: str, out_dir: str | Path, **options: Any) -> Path:
+    """Run the source called ``name`` from ``sources`` into ``out_dir``; returns the train file."""
+    if name not in sources:
+        known = ", ".join(sorted(sources)) or "none"
+        raise KeyError(f"unknown data source '{name}' (registered: {known}); a plugin's source is known only "
+                       "when that plugin is installed and loads (see `localqwen plugins`)")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = Path(_SOURCES[name].builder(out, **options))
+    path = Path(sources[name].builder(out, **options))
     if not path.exists():
         raise RuntimeError(f"data source '{name}' did not write its dataset (expected {path})")
     return path

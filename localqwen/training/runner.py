@@ -23,6 +23,7 @@ from typing import Any
 from localqwen.vocabulary import events as ev
 from localqwen.training.config import JobConfig, config_to_dict, load_job_config
 from localqwen.training.data import ValidationReport, read_rows, split_eval, validate_rows
+from localqwen.training.data_sources import DataSources
 
 EventSink = Callable[[Any], None]
 
@@ -109,11 +110,14 @@ class PreparedData:
     train_path: Path | None = None
 
 
-def resolve_train_source(config: JobConfig) -> Path | str:
+def resolve_train_source(config: JobConfig, data_sources: DataSources | None = None) -> Path | str:
+    """The train file or hub id; a ``[data.source]`` is built with ``data_sources`` (None: the built-ins)."""
     if config.data.source is not None:
-        from localqwen.training.data_sources import build_data_source
+        from localqwen.training.data_sources import build_data_source, builtin_data_sources
 
-        return build_data_source(config.data.source.name, config.output_path / "data", **config.data.source.options)
+        sources = builtin_data_sources() if data_sources is None else data_sources
+        return build_data_source(sources, config.data.source.name, config.output_path / "data",
+                                 **config.data.source.options)
     assert config.data.train is not None
     if config.data.train.startswith("modelscope:"):
         return config.data.train
@@ -129,9 +133,10 @@ def sibling_eval_file(train: Path) -> Path | None:
     return None
 
 
-def prepare_data(config: JobConfig, count_tokens: Callable[[dict[str, Any]], int] | None, emit: EventSink) -> PreparedData:
+def prepare_data(config: JobConfig, count_tokens: Callable[[dict[str, Any]], int] | None, emit: EventSink,
+                 data_sources: DataSources | None = None) -> PreparedData:
     objective = config.training.objective
-    train_source = resolve_train_source(config)
+    train_source = resolve_train_source(config, data_sources)
     rows = read_rows(train_source, max_rows=config.data.max_rows)
     eval_rows: list[dict[str, Any]] = []
     eval_source: Path | None = None
@@ -329,7 +334,7 @@ def training_arguments(config: JobConfig, *, has_eval: bool, max_steps: int | No
 
 
 def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: int | None = None,
-              tracking: bool = True) -> JobParts:
+              tracking: bool = True, data_sources: DataSources | None = None) -> JobParts:
     """Load the model, apply the method, prepare data and build the TRL trainer."""
     from transformers import set_seed
 
@@ -349,7 +354,7 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
     collator = ChatCollator(processor, max_length=t.max_length, pack=t.batching == "pack")
     if t.batching == "pack" and t.objective == "dpo":
         raise ValueError("batching = 'pack' is for SFT; use 'pad' or 'bucket' with DPO")
-    data = prepare_data(config, collator.count_tokens, emit)
+    data = prepare_data(config, collator.count_tokens, emit, data_sources)
     emit(ev.Log(message=f"data: {len(data.train)} training rows, {len(data.eval)} held-out rows"))
 
     set_seed(t.seed)  # the adapter's initial weights depend only on the seed
@@ -399,15 +404,18 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
 
 
 def run_job(config: JobConfig, *, resume: bool = False, echo: EventSink | None = None,
-            stop: StopFlag | None = None) -> ev.Done:
-    """Run the whole job; always ends by logging (and returning) a Done event."""
+            stop: StopFlag | None = None, data_sources: DataSources | None = None) -> ev.Done:
+    """Run the whole job; always ends by logging (and returning) a Done event.
+
+    ``data_sources`` are the generators a ``[data.source]`` may name (``localqwen train`` passes the
+    workbench's, plugins' included); None means LocalQwen's built-ins only."""
     stop = stop or StopFlag()
     output = config.output_path
     output.mkdir(parents=True, exist_ok=True)
     log = JobLog(config.progress_log, echo, append=resume)
     started = time.monotonic()
     try:
-        done = _run(config, resume, log, stop)
+        done = _run(config, resume, log, stop, data_sources)
     except Exception as exc:
         import traceback
 
@@ -419,7 +427,7 @@ def run_job(config: JobConfig, *, resume: bool = False, echo: EventSink | None =
     return done
 
 
-def _run(config: JobConfig, resume: bool, log: JobLog, stop: StopFlag) -> ev.Done:
+def _run(config: JobConfig, resume: bool, log: JobLog, stop: StopFlag, data_sources: DataSources | None) -> ev.Done:
     from localqwen.atomic import atomic_write_text
     from localqwen.training.config import dumps_toml
 
@@ -428,7 +436,7 @@ def _run(config: JobConfig, resume: bool, log: JobLog, stop: StopFlag) -> ev.Don
     checkpoint = latest_checkpoint(output) if resume else None
     if resume and checkpoint is None:
         log(ev.Warning(message=f"nothing to resume in {output}: starting from the beginning"))
-    parts = build_job(config, log, stop)
+    parts = build_job(config, log, stop, data_sources=data_sources)
     for note in parts.notes:
         log(ev.Log(message=note))
     log(ev.Step(step="train", title="Training"))

@@ -1,13 +1,17 @@
 """The captioner's trainer data source: COCO captions -> Qwen3-VL conversation JSON.
 
-Registered with the trainer (``localqwen.training.data_sources``) when the plugin loads, so the
-training wizard and job configs (``[data.source] name = "coco-captions"``) can build it. The
-synthetic coloured-shapes generator is registered by the trainer itself as ``synthetic-shapes``.
+Registered through the plugin's ``register`` hook (see :func:`register`), so the training wizard
+and job configs (``[data.source] name = "coco-captions"``, even from a bare ``localqwen train``)
+can build it. The synthetic coloured-shapes generator is LocalQwen's own, ``synthetic-shapes``.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api import Extensions
 
 COCO_SOURCE = "coco-captions"
 
@@ -32,14 +36,9 @@ def build_coco_captions(out_dir: Path, *, csv: str | Path | None = None, rows: i
     return result.train_path
 
 
-def register() -> None:
-    """Make the COCO source known to the trainer (no-op when the training package is absent)."""
-    try:
-        from localqwen.training.data_sources import register_data_source
-    except ImportError:
-        return
-    register_data_source(COCO_SOURCE, "COCO 2014 captions (ModelScope or a caption CSV)", build_coco_captions)
-    from localqwen.training.after import register_metric
+def register(extensions: Extensions) -> None:
+    """The trainer's side of the captioner: the COCO data source and the caption metric."""
     from localqwen_captioner.metrics import caption_metric
 
-    register_metric("caption", caption_metric)  # BLEU-4 / ROUGE-L / CIDEr in the wizard's evaluate step
+    extensions.add_data_source(COCO_SOURCE, "COCO 2014 captions (ModelScope or a caption CSV)", build_coco_captions)
+    extensions.add_metric("caption", caption_metric)  # BLEU-4 / ROUGE-L / CIDEr in the wizard's evaluate step

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from localqwen.atomic import atomic_write_text
-from localqwen.plugin_api import Context, Form, Plugin, Requirements, action, field
+from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
 from localqwen_captioner.batch import BatchOptions, BatchSummary, CaptionJournal, caption_images, image_key
 from localqwen_captioner.images import IMAGE_EXTENSIONS, find_images
@@ -120,6 +120,14 @@ class Captioner(Plugin):
     title = "Captioner"
     description = "Caption images with Qwen3-VL, compare adapters, and build and score COCO caption data."
     requirements = Requirements(task="vision")
+
+    def register(self, extensions: Extensions) -> None:
+        """The COCO data source and caption metric for the trainer, and ``localqwen coco download|to-json``."""
+        from localqwen_captioner.data_sources import register
+
+        register(extensions)
+        extensions.add_shortcut("coco", "Download COCO 2014 captions and convert them to training JSON.",
+                                actions=("coco-download", "coco-to-json"))
 
     # -- caption ----------------------------------------------------------------------------------
     @action(form=CaptionForm, title="Caption images",

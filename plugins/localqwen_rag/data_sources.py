@@ -4,6 +4,10 @@ their files from this machine's trajectory logs (see trajectory.export_router_da
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api import Extensions
 
 
 def trajectories_dir() -> Path:
@@ -27,13 +31,9 @@ def build_router_dpo(out_dir: Path, trajectories: str | None = None) -> Path:
     return _build(out_dir, "dpo", trajectories)
 
 
-def register() -> None:
-    """Make the router data known to the trainer (no-op when the training package is absent)."""
-    try:
-        from localqwen.training.data_sources import register_data_source
-    except ImportError:
-        return
-    register_data_source("rag-router-sft", "RAG meta-router SFT (query -> topology plan) from trajectories",
-                         build_router_sft)
-    register_data_source("rag-router-dpo", "RAG meta-router DPO (simplest successful topology preferred)",
-                         build_router_dpo)
+def register(extensions: Extensions) -> None:
+    """Make the router data known to the trainer (called by the plugin's ``register`` hook)."""
+    extensions.add_data_source("rag-router-sft", "RAG meta-router SFT (query -> topology plan) from trajectories",
+                               build_router_sft)
+    extensions.add_data_source("rag-router-dpo", "RAG meta-router DPO (simplest successful topology preferred)",
+                               build_router_dpo)

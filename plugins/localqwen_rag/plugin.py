@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from localqwen.atomic import atomic_write_text
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
+from localqwen.plugin_api.extensions import Extensions
 
 
 class RagConfig(BaseModel):
@@ -76,6 +77,12 @@ class RagPlugin(Plugin):
     description = "Ask questions over your documents with cited answers; a router picks the agent team."
     requirements = Requirements(task="text")
     config_model = RagConfig
+
+    def register(self, extensions: Extensions) -> None:
+        """The router's training data as trainer data sources (``rag-router-sft``, ``rag-router-dpo``)."""
+        from localqwen_rag.data_sources import register
+
+        register(extensions)
 
     # ------------------------------------------------------------ helpers
     def _config(self, ctx: Context) -> RagConfig:

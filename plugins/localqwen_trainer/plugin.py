@@ -74,7 +74,8 @@ class RunForm(Form):
 class EvaluateForm(Form):
     wizard: str = _wizard_field()
     metric: str = field("exact_match", label="Task metric",
-                        help="exact_match, none, or a metric a plugin registered (localqwen.training.after.register_metric).")
+                        help="exact_match, none, or a metric a plugin adds (the captioner's caption: BLEU-4, "
+                             "ROUGE-L, CIDEr).")
     compare_rows: int = field(5, label="Rows to compare", ge=0, le=100, help="Base vs tuned answers side by side.")
     max_rows: int = field(100, label="Held-out rows to score", ge=1, le=10000, advanced=True)
     max_new_tokens: int = field(48, label="Max answer tokens", ge=1, le=2048, advanced=True)
@@ -145,12 +146,13 @@ class Trainer(Plugin):
     @action(form=DataForm, title="2. Data", description="Pick a data file or a built-in generator; validate and preview.")
     def data(self, form: DataForm, ctx: Context):
         from localqwen.training.data import preview_rows, read_rows, validate_rows
-        from localqwen.training.data_sources import build_data_source, list_data_sources
+        from localqwen.training.data_sources import build_data_source
 
         state = self._store(ctx).load(form.wizard)
         state.require("model")
-        sources = list_data_sources()
-        yield ev.Table(title="Data sources", columns=["name", "title"], rows=[[s.name, s.title] for s in sources])
+        sources = ctx.extensions.data_sources  # LocalQwen's own and every plugin's (Plugin.register)
+        yield ev.Table(title="Data sources", columns=["name", "title", "from"],
+                       rows=[[s.name, s.title, s.plugin_id or "built-in"] for _, s in sorted(sources.items())])
         data: dict[str, Any] = {"eval_fraction": form.eval_fraction}
         if form.file is not None:
             train = Path(form.file).expanduser().resolve()
@@ -162,7 +164,7 @@ class Trainer(Plugin):
                 raise ValueError(f"source options are not valid JSON: {exc}") from None
             yield ev.Log(message=f"building data with '{form.source}'...")
             out = Path(state.output_dir or ctx.outputs_dir / state.name) / "data"
-            train = build_data_source(form.source, out, **options)
+            train = build_data_source(sources, form.source, out, **options)
             data["train"] = str(train)
             data["source_used"] = form.source
         else:
@@ -295,7 +297,7 @@ class Trainer(Plugin):
             result["preference_accuracy"] = accuracy
             yield ev.Metric(step=0, values={"preference_accuracy": accuracy})
         else:
-            metric = after.get_metric(form.metric)
+            metric = after.get_metric(ctx.extensions.metrics, form.metric)
             yield ev.Step(step="eval", title=f"Scoring {len(rows)} held-out rows")
             scores = after.evaluate(tuned, tuned_processor, rows, metric=metric, max_new_tokens=form.max_new_tokens)
             values = {"eval_loss": scores.loss or float("nan"), **scores.metrics}

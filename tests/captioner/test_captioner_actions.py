@@ -83,11 +83,12 @@ def test_cli_coco_commands(tmp_path, monkeypatch):
 
     monkeypatch.setattr(coco, "load_hub_rows", lambda split: hub_rows(6))  # the hub: unreachable here
     runner = CliRunner()
-    out = runner.invoke(app, ["coco", "download", "--rows", "6", "--out", str(tmp_path / "coco"), "--json"])
+    # `coco` is the captioner's registered shortcut: the options are the action's form fields, as for `run`.
+    out = runner.invoke(app, ["coco", "download", "--rows", "6", "--output-dir", str(tmp_path / "coco"), "--json"])
     assert out.exit_code == 0, out.output
     csv_path = tmp_path / "coco" / "captions.csv"
     assert json.loads(out.output.strip().splitlines()[-1])["result"]["csv"] == str(csv_path)
-    out = runner.invoke(app, ["coco", "to-json", str(csv_path), "--test-size", "1", "--json"])
+    out = runner.invoke(app, ["coco", "to-json", "--csv-file", str(csv_path), "--test-size", "1", "--json"])
     assert out.exit_code == 0, out.output
     done = json.loads(out.output.strip().splitlines()[-1])
     assert done["kind"] == "done" and done["result"]["test_rows"] >= 1
@@ -97,16 +98,16 @@ def test_cli_coco_commands(tmp_path, monkeypatch):
 
 
 def test_coco_data_source_is_registered_with_the_trainer(bench, tmp_path, monkeypatch):
-    from localqwen.training.data_sources import build_data_source, list_data_sources
+    from localqwen.training.data_sources import build_data_source
 
-    bench.host.get("captioner")  # loading the plugin registers its data source
-    names = {source.name for source in list_data_sources()}
-    assert {"coco-captions", "synthetic-shapes"} <= names
+    sources = bench.extensions.data_sources  # the captioner's register hook adds coco-captions
+    assert {"coco-captions", "synthetic-shapes"} <= set(sources)
+    assert sources["coco-captions"].plugin_id == "captioner"
     list(coco.download_coco(tmp_path / "coco", rows=8, source=hub_rows(8)))
-    train = build_data_source("coco-captions", tmp_path / "from_csv", csv=tmp_path / "coco" / "captions.csv",
+    train = build_data_source(sources, "coco-captions", tmp_path / "from_csv", csv=tmp_path / "coco" / "captions.csv",
                               test_size=2)
     assert train.name == "captions_train.json" and (train.parent / "captions_test.json").exists()
     # Without a CSV it downloads first (the hub faked as everywhere in these tests).
     monkeypatch.setattr(coco, "load_hub_rows", lambda split: hub_rows(6))
-    train = build_data_source("coco-captions", tmp_path / "from_hub", rows=6, test_size=0)
+    train = build_data_source(sources, "coco-captions", tmp_path / "from_hub", rows=6, test_size=0)
     assert len(json.loads(train.read_text())) == 6 and (tmp_path / "from_hub" / "images").is_dir()

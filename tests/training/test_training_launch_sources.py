@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from localqwen.training.config import parse_job_config
-from localqwen.training.data_sources import build_data_source, list_data_sources, register_data_source
+from localqwen.training.data_sources import DataSource, build_data_source, builtin_data_sources
 from localqwen.training.launch import job_command
 from localqwen.training.runner import prepare_data, run_job
 
@@ -29,14 +31,17 @@ def test_registered_sources_build_data_for_a_job(tmp_path):
         (out_dir / "eval.jsonl").write_text(path.read_text().splitlines()[0] + "\n")
         return path
 
-    register_data_source("tiny-test", "A tiny test source", tiny_source)
-    assert {"synthetic-shapes", "tiny-test"} <= {s.name for s in list_data_sources()}
+    # The sources are an explicit argument (the app passes its Extensions.data_sources); no registry.
+    sources = {**builtin_data_sources(), "tiny-test": DataSource("tiny-test", "A tiny test source", tiny_source)}
     config = parse_job_config({"output_dir": str(tmp_path / "out"), "model": {"path": "unused"},
                                "data": {"source": {"name": "tiny-test", "options": {"n": 5}}}})
-    data = prepare_data(config, None, lambda _e: None)
+    data = prepare_data(config, None, lambda _e: None, sources)
     assert len(data.train) == 5 and len(data.eval) == 1  # the eval file beside train.jsonl is found
+    with pytest.raises(KeyError, match="unknown data source 'tiny-test' \\(registered: synthetic-shapes\\)"):
+        prepare_data(config, None, lambda _e: None)  # without them: LocalQwen's own only
 
-    shapes = build_data_source("synthetic-shapes", tmp_path / "shapes", n_train=4, n_eval=2, objective="dpo")
+    shapes = build_data_source(builtin_data_sources(), "synthetic-shapes", tmp_path / "shapes", n_train=4, n_eval=2,
+                               objective="dpo")
     rows = [json.loads(line) for line in shapes.read_text().splitlines()]
     assert len(rows) == 4 and all(r["chosen"] != r["rejected"] for r in rows)
     assert (tmp_path / "shapes" / rows[0]["prompt"][0]["content"][0]["image"]).exists()

@@ -81,12 +81,12 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     assert done.result["next_step"] is None
 
 
-def test_plugin_data_sources_and_metrics_are_found_without_loading_plugins():
-    """A bare `localqwen train` loads no plugin; entry points still bring their sources and metrics."""
+def test_the_installed_plugins_register_their_data_sources_and_metrics():
+    """What `localqwen train` and the wizard choose from: the built-ins plus the captioner's and RAG's."""
     from localqwen.training import after
-    from localqwen.training.data_sources import list_data_sources
 
-    names = {source.name for source in list_data_sources()}
-    assert {"synthetic-shapes", "coco-captions", "rag-router-sft", "rag-router-dpo"} <= names
-    scores = after.get_metric("caption")(["a red circle"], ["a red circle"])
+    extensions = Workbench.create().extensions
+    assert {"synthetic-shapes", "coco-captions", "rag-router-sft", "rag-router-dpo"} <= set(extensions.data_sources)
+    assert extensions.data_sources["rag-router-sft"].plugin_id == "rag"
+    scores = after.get_metric(extensions.metrics, "caption")(["a red circle"], ["a red circle"])
     assert scores and all(value > 0 for value in scores.values())
