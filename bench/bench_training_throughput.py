@@ -39,7 +39,8 @@ def _samples_per_s(timer) -> float:
 
 def ours(model_dir: Path, train: Path, out: Path) -> float:
     from localqwen.training.config import parse_job_config
-    from localqwen.training.runner import StopFlag, build_job
+    from localqwen.training.job_build import build_job
+    from localqwen.training.job_progress import StopFlag
 
     config = parse_job_config({
         "output_dir": str(out), "model": {"path": str(model_dir)}, "data": {"train": str(train)},

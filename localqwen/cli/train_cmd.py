@@ -1,7 +1,9 @@
 """``localqwen train CONFIG [--resume] [--estimate-only] [--json]``: run a training job.
 
-The job runs in this process (the UIs start this same command as a subprocess and tail
-``<output_dir>/progress.jsonl``); with several GPUs it re-launches itself under `accelerate launch`.
+The job runs in this process, which alone writes ``<output_dir>/progress.jsonl`` and the loss charts;
+the trainer plugin starts this same command with ``--json`` through the job engine's process runner
+and relays the events it prints. With several GPUs it re-launches itself under `accelerate launch`
+(see ``localqwen.training.launch``), where rank 0 alone speaks for the job.
 Exit codes: 0 ok, 1 failed, 2 bad config, 130 cancelled (SIGTERM/Ctrl-C, checkpoint kept).
 """
 
@@ -35,7 +37,9 @@ def train(
         typer.secho(f"error: {exc}", fg="red", err=True)
         raise typer.Exit(2) from None
 
-    printer = EventPrinter(as_json=as_json)
+    from localqwen.training.event_log import is_main_process
+
+    printer = EventPrinter(as_json=as_json) if is_main_process() else _Quiet()
     try:
         estimate = _show_memory_estimate(config, printer)
         if estimate_only:
@@ -57,9 +61,9 @@ def train(
         if estimate_only:
             printer.close()
 
-    from localqwen.training.launch import gpu_count, job_command
+    from localqwen.training.launch import gpu_count, job_command, under_distributed_launcher
 
-    if gpu_count() > 1:
+    if gpu_count() > 1 and not under_distributed_launcher():
         import subprocess
 
         command = job_command(config_path.resolve(), resume=resume, json_events=as_json)
@@ -67,7 +71,9 @@ def train(
         printer.close()
         raise typer.Exit(subprocess.call(command))
 
-    from localqwen.training.runner import StopFlag, json_stdout_echo, run_job
+    from localqwen.training.event_log import json_stdout_echo
+    from localqwen.training.job_progress import StopFlag
+    from localqwen.training.runner import run_job
     from localqwen.vocabulary.exit_codes import exit_code
 
     data_sources = _data_sources(config, printer)  # before stdout is redirected: its warnings are events

@@ -1,7 +1,8 @@
-"""How a job process starts: `accelerate launch` across GPUs when there are several, else directly."""
+"""How `localqwen train` starts: under `accelerate launch` across GPUs when there are several, else directly."""
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,12 +37,18 @@ def write_accelerate_config(path: Path, num_gpus: int, mixed_precision: str = "b
 
 def job_command(config_path: Path, *, resume: bool = False, json_events: bool = False,
                 num_gpus: int | None = None, accelerate_config: Path | None = None) -> list[str]:
-    """The argv that runs the job: the runner module directly, or under `accelerate launch`."""
+    """The argv of ``localqwen train CONFIG``: run directly, or under `accelerate launch` (one process
+    per GPU, each running the same command; see :func:`under_distributed_launcher`)."""
     gpus = gpu_count() if num_gpus is None else num_gpus
-    job_args = [str(config_path)] + (["--resume"] if resume else []) + (["--json"] if json_events else [])
+    train = ["-m", "localqwen.cli.main", "train", str(config_path)]
+    train += (["--resume"] if resume else []) + (["--json"] if json_events else [])
     if gpus > 1:
         cfg = accelerate_config or config_path.with_name("accelerate.yaml")
         write_accelerate_config(cfg, gpus)
-        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg),
-                "-m", "localqwen.training.runner", *job_args]
-    return [sys.executable, "-m", "localqwen.training.runner", *job_args]
+        return [sys.executable, "-m", "accelerate.commands.launch", "--config_file", str(cfg), *train]
+    return [sys.executable, *train]
+
+
+def under_distributed_launcher() -> bool:
+    """True inside a process `accelerate launch` (or torchrun) started: it must train, not relaunch."""
+    return "LOCAL_RANK" in os.environ

@@ -10,15 +10,18 @@ import pytest
 from localqwen.training.config import parse_job_config
 from localqwen.training.data_sources import DataSource, build_data_source, builtin_data_sources
 from localqwen.training.launch import job_command
-from localqwen.training.runner import prepare_data, run_job
+from localqwen.training.job_data import prepare_data
+from localqwen.training.runner import run_job
 
 
 def test_one_device_runs_directly_several_gpus_use_accelerate(tmp_path):
     config = tmp_path / "job.toml"
-    assert job_command(config, num_gpus=1) == [sys.executable, "-m", "localqwen.training.runner", str(config)]
-    command = job_command(config, resume=True, num_gpus=4)
+    train = ["-m", "localqwen.cli.main", "train", str(config)]
+    assert job_command(config, num_gpus=1) == [sys.executable, *train]
+    assert job_command(config, json_events=True, num_gpus=0) == [sys.executable, *train, "--json"]
+    command = job_command(config, resume=True, json_events=True, num_gpus=4)
     assert command[:3] == [sys.executable, "-m", "accelerate.commands.launch"]
-    assert command[-4:] == ["-m", "localqwen.training.runner", str(config), "--resume"]
+    assert command[-6:] == [*train, "--resume", "--json"]  # every rank runs `localqwen train` itself
     written = (tmp_path / "accelerate.yaml").read_text()
     assert "num_processes: 4" in written and "distributed_type: MULTI_GPU" in written
 
@@ -56,3 +59,21 @@ def test_bucketed_batches_train(tmp_path, tiny_qwen3_path):
                                "training": {"max_steps": 3, "batch_size": 4, "batching": "bucket"},
                                "tracking": {"swanlab": "off"}})
     assert run_job(config).status == "ok"
+
+
+def test_under_accelerate_each_rank_trains_and_only_rank_0_writes_events(tmp_path, monkeypatch):
+    from localqwen.plugin_api import events as ev
+    from localqwen.training.event_log import EventLog, is_main_process
+    from localqwen.training.launch import under_distributed_launcher
+
+    monkeypatch.delenv("LOCAL_RANK", raising=False)
+    monkeypatch.delenv("RANK", raising=False)
+    assert not under_distributed_launcher() and is_main_process()
+    monkeypatch.setenv("LOCAL_RANK", "1")  # what `accelerate launch` gives each worker
+    monkeypatch.setenv("RANK", "1")
+    assert under_distributed_launcher() and not is_main_process()
+    seen = []
+    log = EventLog(tmp_path / "progress.jsonl", seen.append, enabled=is_main_process())
+    log(ev.Log(message="rank 1 speaks"))
+    log.close()
+    assert seen == [] and not (tmp_path / "progress.jsonl").exists()

@@ -13,7 +13,8 @@ import pytest
 
 from localqwen.plugin_api import events as ev
 from localqwen.training.config import parse_job_config, save_job_config
-from localqwen.training.runner import read_progress, run_job
+from localqwen.training.event_log import read_progress
+from localqwen.training.runner import run_job
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -82,7 +83,7 @@ def test_sigterm_saves_a_checkpoint_and_resume_matches_an_uninterrupted_run(tmp_
     interrupted = _config(tmp_path / "b", tiny_qwen3_path, max_steps=steps)
     config_file = save_job_config(interrupted, tmp_path / "b" / "job.toml")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}
-    command = [sys.executable, "-m", "localqwen.training.runner", str(config_file), "--json"]
+    command = [sys.executable, "-m", "localqwen.cli.main", "train", str(config_file), "--json"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
     for line in process.stdout:
         event = ev.event_from_json(line)
