@@ -15,6 +15,9 @@ from localqwen.plugin_api import Context, Form, Plugin, Requirements, action, fi
 from localqwen.plugin_api import events as ev
 from localqwen_trainer.wizard import PRESETS, STEPS, WizardState, WizardStore
 
+# A cancelled run finishes its current step and saves a checkpoint before it exits; SIGKILL only after this.
+STOP_GRACE_S = 300.0
+
 
 def _wizard_field() -> Any:
     return field("default", label="Wizard", help="Name of this training setup (several can be kept).")
@@ -172,7 +175,7 @@ class Trainer(Plugin):
         if form.eval_file is not None:
             data["eval"] = str(Path(form.eval_file).expanduser().resolve())
         else:
-            from localqwen.training.runner import sibling_eval_file
+            from localqwen.training.job_data import sibling_eval_file
 
             sibling = sibling_eval_file(Path(data["train"]))
             if sibling is not None and form.source:
@@ -245,23 +248,29 @@ class Trainer(Plugin):
 
     @action(form=RunForm, title="5. Run", description="Train, with a live loss chart, progress and ETA.")
     def run(self, form: RunForm, ctx: Context):
-        from localqwen_trainer.jobs import follow_job
+        from localqwen.jobs.process_runner import command_events
+        from localqwen.training.launch import job_command
 
         state = self._store(ctx).load(form.wizard)
         state.require("model", "data", "method", "hyperparameters")
         assert state.config_path and state.output_dir
-        done = None
-        for event in follow_job(Path(state.config_path), Path(state.output_dir), ctx.cancel, resume=form.resume):
+        output_dir = Path(state.output_dir)
+        output_dir.mkdir(parents=True, exist_ok=True)
+        # `localqwen train CONFIG --json` runs in its own process (a crash there never takes the UI
+        # down); it alone writes progress.jsonl and draws the loss charts, and this step relays the
+        # events it prints. Cancelling sends it SIGTERM: it saves a checkpoint and ends "cancelled".
+        command = job_command(Path(state.config_path), resume=form.resume, json_events=True)
+        yield ev.Log(message=f"training process: {' '.join(command)}")
+        done: ev.Done | None = None
+        for event in command_events(command, ctx.cancel, stderr_path=output_dir / "job_stderr.log",
+                                    grace_s=STOP_GRACE_S):
             if isinstance(event, ev.Done):
                 done = event
-                break
-            yield event
-        if done is None or done.status != "ok":
-            status = done.status if done else "failed"
-            summary = done.summary if done else "the job ended without a result"
-            if status == "failed":
-                raise RuntimeError(summary)
-            yield ev.Done(status=status, summary=summary, result=done.result if done else {})
+            else:
+                yield event
+        assert done is not None  # command_events always ends with a Done
+        if done.status != "ok":
+            yield done
             return
         state.training["final"] = done.result.get("final")
         finish = self._finish(ctx, state, "run")
