@@ -7,8 +7,9 @@ behave the same. This is the one place that assembles the objects; nothing below
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +30,8 @@ class Workbench:
     host: PluginHost
     services: Services
     config_error: ConfigError | None = None
+    _extensions: Extensions | None = field(default=None, init=False, repr=False)
+    _extensions_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @classmethod
     def create(cls, *, host: PluginHost | None = None) -> Workbench:
@@ -46,10 +49,15 @@ class Workbench:
         return self.services.set_config(section, key, value)
 
     # -- plugins ---------------------------------------------------------------------------------
-    @cached_property
+    @property
     def extensions(self) -> Extensions:
-        """What every available plugin registered (loads the plugins; broken ones are skipped)."""
-        return self.host.extensions()
+        """What every available plugin registered (loads the plugins; broken ones are skipped).
+
+        Gathered once; the lock keeps two job threads asking at the same time from gathering twice."""
+        with self._extensions_lock:
+            if self._extensions is None:
+                self._extensions = self.host.extensions()
+            return self._extensions
 
     def context(self, plugin_id: str, cancel: CancelToken | None = None) -> Context:
         return Context(plugin_id=plugin_id, services=self.services, cancel=cancel or CancelToken(),
@@ -76,4 +84,4 @@ class Workbench:
     def conversations(self) -> Conversations:
         from localqwen.conversations import Conversations
 
-        return Conversations(self.host, self.services)
+        return Conversations(self.host, self.services, self.context)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,9 +35,13 @@ _DISPLAYED = (ev.ToolCall, ev.Step, ev.Image, ev.Table, ev.Warning, ev.Error)
 
 
 class Conversations:
-    def __init__(self, host: PluginHost, services: Services) -> None:
+    def __init__(self, host: PluginHost, services: Services,
+                 make_context: Callable[[str, CancelToken], Context]) -> None:
+        """``make_context(plugin_id, cancel)`` is the app's context factory, so a chat turn sees the
+        same typed context (extensions included) as an action."""
         self.host = host
         self.services = services
+        self.make_context = make_context
 
     # -- which plugins chat ---------------------------------------------------------------------
     def plugins(self) -> list[Plugin]:
@@ -128,9 +132,11 @@ class Conversations:
         display: list[dict[str, Any]] = []
         stored = False
         try:
-            for event in run_chat(plugin, request, Context(plugin_id=plugin.id, services=self.services, cancel=cancel)):
+            for event in run_chat(plugin, request, self.make_context(plugin.id, cancel)):
                 if isinstance(event, ev.TextDelta) and event.step is None:
                     answer.append(event.text)
+                elif isinstance(event, ev.TextDelta):  # a step panel's text: kept with the panel
+                    _keep_step_text(display, event)
                 elif isinstance(event, ev.ToolCall):
                     calls.append(event)
                 if isinstance(event, _DISPLAYED):
@@ -155,3 +161,12 @@ class Conversations:
                                      for c in calls]
         if text or calls or display:
             store.append(session_id, message, display)
+
+
+def _keep_step_text(display: list[dict[str, Any]], event: ev.TextDelta) -> None:
+    """Join a step's streamed text into one stored event (not one per token)."""
+    last = display[-1] if display else None
+    if last is not None and last.get("kind") == "text" and last.get("step") == event.step:
+        last["text"] += event.text
+    else:
+        display.append(event.model_dump())
