@@ -1,4 +1,4 @@
-"""Options shared by the low-rank adapters we implement ourselves (MoE-LoRA, MoT-LoRA)."""
+"""Options every adapter method shares: its target layers, and rank and scaling for the low-rank ones."""
 
 from __future__ import annotations
 
@@ -12,32 +12,22 @@ from localqwen.adapters.errors import AdapterError
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj")
 MLP_TARGETS = ("gate_proj", "up_proj", "down_proj")
 
-ConfigT = TypeVar("ConfigT", bound="LowRankConfig")
+ConfigT = TypeVar("ConfigT", bound="TargetConfig")
 
 
 @dataclass
-class LowRankConfig:
-    """Rank, scaling and which linear layers get an adapter.
+class TargetConfig:
+    """Which linear layers get an adapter (all a method like IA3 needs).
 
     ``target_modules`` are matched like PEFT: a name matches a module whose dotted path equals it or
     ends with ``.<name>``. The vision tower (``visual.*`` in Qwen3-VL) is skipped unless
     ``include_vision`` is set, so the same short names never reach into it by accident.
     """
 
-    r: int = 8
-    alpha: float = 16.0
-    dropout: float = 0.0
     target_modules: list[str] = field(default_factory=lambda: list(DEFAULT_TARGETS))
     include_vision: bool = False
 
-    @property
-    def scaling(self) -> float:
-        return self.alpha / self.r
-
     def validate(self) -> None:
-        _require(isinstance(self.r, int) and self.r >= 1, f"r must be a positive integer, got {self.r!r}")
-        _require(self.alpha > 0, f"alpha must be > 0, got {self.alpha!r}")
-        _require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout!r}")
         _require(
             bool(self.target_modules) and all(isinstance(t, str) and t for t in self.target_modules),
             f"target_modules must be a non-empty list of module names, got {self.target_modules!r}",
@@ -59,6 +49,25 @@ class LowRankConfig:
         config.target_modules = list(config.target_modules)
         config.validate()
         return config
+
+
+@dataclass
+class LowRankConfig(TargetConfig):
+    """Targets plus rank and scaling (LoRA, DoRA and the low-rank methods we implement)."""
+
+    r: int = 8
+    alpha: float = 16.0
+    dropout: float = 0.0
+
+    @property
+    def scaling(self) -> float:
+        return self.alpha / self.r
+
+    def validate(self) -> None:
+        _require(isinstance(self.r, int) and self.r >= 1, f"r must be a positive integer, got {self.r!r}")
+        _require(self.alpha > 0, f"alpha must be > 0, got {self.alpha!r}")
+        _require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), got {self.dropout!r}")
+        super().validate()
 
 
 def _require(condition: bool, message: str) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen.adapters.errors import AdapterError, AdapterLoadError
 from localqwen.adapters.injection import injected_adapter
+from localqwen.adapters.methods import get_method
 from localqwen.adapters.targets import resolve_targets
 from localqwen.atomic import atomic_write_bytes, atomic_write_text
 
@@ -27,21 +28,6 @@ WEIGHTS_FILE = "adapter_model.safetensors"
 FORMAT = "localqwen-adapter"
 VERSION = 1
 PEFT_PREFIX = "base_model.model."
-
-
-def own_methods() -> dict[str, tuple[type, Callable[..., dict], Callable[..., Any]]]:
-    """method -> (config class, expected_shapes(in, out, config), inject(model, config))."""
-    from localqwen.adapters.moe_lora.config import MoELoRAConfig
-    from localqwen.adapters.moe_lora.layer import expected_shapes as moe_shapes
-    from localqwen.adapters.moe_lora.model import inject_moe_lora
-    from localqwen.adapters.mot_lora.config import MoTLoRAConfig
-    from localqwen.adapters.mot_lora.layer import expected_shapes as mot_shapes
-    from localqwen.adapters.mot_lora.model import inject_mot_lora
-
-    return {
-        "moe-lora": (MoELoRAConfig, moe_shapes, inject_moe_lora),
-        "mot-lora": (MoTLoRAConfig, mot_shapes, inject_mot_lora),
-    }
 
 
 def write_meta(folder: Path, meta: dict[str, Any]) -> None:
@@ -97,7 +83,8 @@ def save_own(model: nn.Module, folder: Path) -> None:
     from safetensors.torch import save
 
     state = injected_adapter(model)
-    _, shapes_of, _ = own_methods()[state.method]
+    shapes_of = get_method(state.method).saved_shapes
+    assert shapes_of is not None, f"{state.method} is not one of our own methods"
     tensors = {}
     for name, (in_f, out_f) in state.modules.items():
         for key in shapes_of(in_f, out_f, state.config):
@@ -113,9 +100,11 @@ def load_own(model: nn.Module, folder: Path, meta: dict[str, Any]) -> nn.Module:
     import torch
     from safetensors import safe_open
 
-    config_cls, shapes_of, inject = own_methods()[meta["method"]]
+    spec = get_method(meta["method"], error=AdapterLoadError)
+    shapes_of = spec.saved_shapes
+    assert shapes_of is not None, f"{spec.name} is not one of our own methods"
     try:
-        config = config_cls.from_dict(meta.get("config") or {})
+        config = spec.config_cls.from_dict(meta.get("config") or {})
     except (AdapterError, TypeError) as exc:
         raise AdapterLoadError(f"{folder / META_FILE}: bad {meta['method']} config: {exc}") from exc
     try:
@@ -129,7 +118,7 @@ def load_own(model: nn.Module, folder: Path, meta: dict[str, Any]) -> nn.Module:
     problems = _shape_report(expected, saved_shapes(folder / WEIGHTS_FILE))
     if problems:
         raise AdapterLoadError(f"adapter in {folder} does not match this model: " + "; ".join(problems))
-    inject(model, config)
+    spec.inject(model, config)
     with safe_open(str(folder / WEIGHTS_FILE), framework="pt") as handle, torch.no_grad():
         for key in expected:
             owner, _, leaf = key.rpartition(".")

@@ -1,17 +1,21 @@
-"""LoRA, QLoRA, DoRA and IA3 through PEFT, with the same target selection as our own methods."""
+"""LoRA, QLoRA, DoRA and IA3 through PEFT, with the same target selection as our own methods.
+
+The four register themselves at the end of this file.
+"""
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any
 
-from localqwen.adapters.config_base import LowRankConfig
+from localqwen.adapters.config_base import LowRankConfig, TargetConfig
 from localqwen.adapters.errors import AdapterError
+from localqwen.adapters.methods import register_adapter_method
 from localqwen.adapters.targets import LINEAR_4BIT, base_layer_kind, name_matches, resolve_targets
 
 if TYPE_CHECKING:
     from torch import nn
 
-PEFT_METHODS = ("lora", "qlora", "dora", "ia3")
 # IA3 scales the *input* of these (feed-forward) layers and the output of all others, as PEFT does.
 IA3_FEEDFORWARD = ("down_proj",)
 
@@ -32,42 +36,27 @@ def keep_cpu_4bit_trainable(model: nn.Module) -> None:
             module.support_avx512bf16_for_cpu = False
 
 
-def apply_peft(model: nn.Module, method: str, settings: LowRankConfig, extra: dict[str, Any]):
-    """Wrap ``model`` in a PeftModel for ``method``; returns the PeftModel."""
-    from peft import IA3Config, LoraConfig, get_peft_model, prepare_model_for_kbit_training
+def inject_peft(model: nn.Module, config: TargetConfig, *, method: str):
+    """Wrap ``model`` (prepared by ``apply_adapter``) in a PeftModel for ``method``; returns it."""
+    from peft import IA3Config, LoraConfig, get_peft_model
 
-    names = [name for name, _ in resolve_targets(model, settings.target_modules, include_vision=settings.include_vision)]
-    quantized = is_4bit(model)
-    keep_cpu_4bit_trainable(model)
-    if method == "qlora" and not quantized:
-        raise AdapterError(
-            "qlora needs a base model loaded in 4-bit (from_pretrained(..., quantization_config="
-            "localqwen.runtime.quantization.nf4_config())); use 'lora' for a full-precision model"
-        )
-    if quantized and not getattr(model, "is_loaded_in_4bit", False):
-        # PEFT picks its bitsandbytes-aware layers from this flag, which only from_pretrained sets;
-        # without it a hand-built 4-bit model would get plain LoRA layers around Linear4bit.
-        model.is_loaded_in_4bit = True
-    if quantized:
-        # Casts norms to float32, freezes the base and enables input grads (+ checkpointing if asked).
-        model = prepare_model_for_kbit_training(
-            model, use_gradient_checkpointing=bool(extra.get("gradient_checkpointing", False))
-        )
+    names = [name for name, _ in resolve_targets(model, config.target_modules, include_vision=config.include_vision)]
     task_type = "CAUSAL_LM" if hasattr(model, "generate") and hasattr(model, "config") else None
     if method == "ia3":
         feedforward = [n for n in names if name_matches(n, IA3_FEEDFORWARD)]
-        config = IA3Config(target_modules=names, feedforward_modules=feedforward, task_type=task_type)
+        peft_config = IA3Config(target_modules=names, feedforward_modules=feedforward, task_type=task_type)
     else:
-        config = LoraConfig(
-            r=settings.r,
-            lora_alpha=settings.alpha,
-            lora_dropout=settings.dropout,
+        assert isinstance(config, LowRankConfig)
+        peft_config = LoraConfig(
+            r=config.r,
+            lora_alpha=config.alpha,
+            lora_dropout=config.dropout,
             target_modules=names,
             bias="none",
             use_dora=method == "dora",
             task_type=task_type,
         )
-    peft_model = get_peft_model(model, config)
+    peft_model = get_peft_model(model, peft_config)
     peft_model.localqwen_adapter_method = method
     return peft_model
 
@@ -92,3 +81,14 @@ def method_from_peft_config(config: Any, *, quantized: bool) -> str:
             return "dora"
         return "qlora" if quantized else "lora"
     raise AdapterError(f"PEFT adapter type {peft_type or '?'} is not one of LocalQwen's methods")
+
+
+def _register(name: str, config_cls: type[TargetConfig], *, needs_4bit: bool = False) -> None:
+    register_adapter_method(name=name, config_cls=config_cls, inject=functools.partial(inject_peft, method=name),
+                            needs_4bit=needs_4bit)
+
+
+_register("lora", LowRankConfig)
+_register("qlora", LowRankConfig, needs_4bit=True)
+_register("dora", LowRankConfig)
+_register("ia3", TargetConfig)  # IA3 learns scaling vectors, not low-rank matrices: only target options

@@ -1,4 +1,5 @@
-"""The six adapter methods behind one small interface (what the trainer and the engine use).
+"""The adapter methods (each registered in ``methods.py``) behind one small interface, which
+the trainer and the engine use.
 
     info = apply_adapter(model, "moe-lora", {"r": 8, "num_experts": 4, "top_k": 2})
     info.model, info.trainable_params, info.total_params
@@ -22,11 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localqwen.adapters import io
-from localqwen.adapters.config_base import DEFAULT_TARGETS, MLP_TARGETS, LowRankConfig
+from localqwen.adapters.config_base import DEFAULT_TARGETS, MLP_TARGETS
 from localqwen.adapters.errors import AdapterError, AdapterLoadError
 from localqwen.adapters.injection import injected_adapter
+from localqwen.adapters.methods import AdapterMethod, get_method
 from localqwen.adapters.peft_methods import (
-    apply_peft,
     is_4bit,
     keep_cpu_4bit_trainable,
     method_from_peft_config,
@@ -36,20 +37,6 @@ from localqwen.adapters.targets import count_parameters, resolve_targets
 
 if TYPE_CHECKING:
     from torch import nn
-
-METHODS = ("lora", "qlora", "dora", "ia3", "moe-lora", "mot-lora")
-OWN_METHODS = ("moe-lora", "mot-lora")
-TARGET_OPTIONS = {"target_modules", "include_mlp", "include_vision"}
-RANK_OPTIONS = {"r", "alpha", "dropout"}
-METHOD_OPTIONS = {
-    "lora": RANK_OPTIONS | {"gradient_checkpointing"},
-    "qlora": RANK_OPTIONS | {"gradient_checkpointing"},
-    "dora": RANK_OPTIONS | {"gradient_checkpointing"},
-    "ia3": {"gradient_checkpointing"},
-    "moe-lora": RANK_OPTIONS
-    | {"num_experts", "top_k", "balance", "aux_loss_coef", "bias_update_rate", "router_init_std", "gradient_checkpointing"},
-    "mot-lora": RANK_OPTIONS | {"kernel_size", "gradient_checkpointing"},
-}
 
 
 @dataclass
@@ -66,44 +53,52 @@ class AdapterInfo:
 
 def method_options(method: str) -> list[str]:
     """Option names ``apply_adapter`` accepts for ``method``."""
-    _check_method(method)
-    return sorted(METHOD_OPTIONS[method] | TARGET_OPTIONS)
+    return get_method(method).options
 
 
 def apply_adapter(model: nn.Module, method: str, options: dict[str, Any] | None = None) -> AdapterInfo:
     """Add a fresh, trainable adapter to ``model``; ``info.model`` is the model to train."""
-    _check_method(method)
+    spec = get_method(method)
     options = dict(options or {})
-    unknown = sorted(set(options) - METHOD_OPTIONS[method] - TARGET_OPTIONS)
+    unknown = sorted(set(options) - set(spec.options))
     if unknown:
-        raise AdapterError(f"unknown option(s) {unknown} for {method}; known: {method_options(method)}")
+        raise AdapterError(f"unknown option(s) {unknown} for {method}; known: {spec.options}")
     targets = list(options.pop("target_modules", None) or DEFAULT_TARGETS)
     if options.pop("include_mlp", False):
         targets += [t for t in MLP_TARGETS if t not in targets]
-    extra = {"gradient_checkpointing": options.pop("gradient_checkpointing", False)}
-    if method in OWN_METHODS:
-        config_cls, _, inject = io.own_methods()[method]
-        config = config_cls.from_dict({**options, "target_modules": targets})
-        resolve_targets(model, config.target_modules, include_vision=config.include_vision)  # fail before changing
-        if is_4bit(model):
-            from peft import prepare_model_for_kbit_training
-
-            keep_cpu_4bit_trainable(model)
-            model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=bool(extra["gradient_checkpointing"]))
-        elif extra["gradient_checkpointing"]:
-            _enable_checkpointing(model)
-        model = inject(model, config)
-    else:
-        settings = LowRankConfig.from_dict({**options, "target_modules": targets})
-        if extra["gradient_checkpointing"] and not is_4bit(model):
-            _enable_checkpointing(model)
-        model = apply_peft(model, method, settings, extra)
+    checkpointing = bool(options.pop("gradient_checkpointing", False))
+    config = spec.config_cls.from_dict({**options, "target_modules": targets})
+    resolve_targets(model, config.target_modules, include_vision=config.include_vision)  # fail before changing
+    model = spec.inject(_prepare_base(model, spec, checkpointing), config)
     trainable, total = count_parameters(model)
     return AdapterInfo(method=method, trainable_params=trainable, total_params=total, model=model)
 
 
+def _prepare_base(model: nn.Module, spec: AdapterMethod, checkpointing: bool) -> nn.Module:
+    """Ready the base model for an adapter: a 4-bit model through PEFT's k-bit preparation."""
+    quantized = is_4bit(model)
+    if spec.needs_4bit and not quantized:
+        raise AdapterError(
+            f"{spec.name} needs a base model loaded in 4-bit (from_pretrained(..., quantization_config="
+            "localqwen.runtime.quantization.nf4_config())); use 'lora' for a full-precision model"
+        )
+    if not quantized:
+        if checkpointing:
+            _enable_checkpointing(model)
+        return model
+    from peft import prepare_model_for_kbit_training
+
+    keep_cpu_4bit_trainable(model)
+    if not getattr(model, "is_loaded_in_4bit", False):
+        # PEFT picks its bitsandbytes-aware layers from this flag, which only from_pretrained sets;
+        # without it a hand-built 4-bit model would get plain LoRA layers around Linear4bit.
+        model.is_loaded_in_4bit = True
+    # Casts norms to float32, freezes the base and enables input grads (+ checkpointing if asked).
+    return prepare_model_for_kbit_training(model, use_gradient_checkpointing=checkpointing)
+
+
 def adapter_method(model: Any) -> str | None:
-    """Which of METHODS ``model`` carries, or None."""
+    """Which registered method ``model`` carries, or None."""
     state = injected_adapter(model)
     return state.method if state is not None else peft_method_of(model)
 
@@ -145,16 +140,16 @@ def load_adapter(base_model: nn.Module, folder: str | os.PathLike[str], *, train
         raise AdapterLoadError(f"the model already carries a {adapter_method(base_model)} adapter")
     meta = io.read_meta(folder)
     method = meta["method"] if meta else _method_of_peft_folder(folder, base_model)
-    _check_method(method, error=AdapterLoadError)
+    spec = get_method(method, error=AdapterLoadError)
     keep_cpu_4bit_trainable(base_model)
-    if method in OWN_METHODS:
+    if spec.own:
         model = io.load_own(base_model, folder, meta or {})
         if not trainable:
             for param in model.parameters():
                 param.requires_grad_(False)
         return model
-    if method == "qlora" and not is_4bit(base_model):
-        raise AdapterLoadError(f"{folder} holds a QLoRA adapter: load the base model in 4-bit first")
+    if spec.needs_4bit and not is_4bit(base_model):
+        raise AdapterLoadError(f"{folder} holds a {method} adapter: load the base model in 4-bit first")
     io.check_peft_shapes(base_model, folder)
     from peft import PeftModel
 
@@ -187,7 +182,3 @@ def _enable_checkpointing(model: nn.Module) -> None:
         raise AdapterError(f"{type(model).__name__} does not support gradient checkpointing")
     enable()
 
-
-def _check_method(method: str, error: type[Exception] = AdapterError) -> None:
-    if method not in METHODS:
-        raise error(f"unknown adapter method {method!r}; choose one of {list(METHODS)}")

@@ -15,14 +15,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from localqwen.atomic import atomic_write_text
+from localqwen.training.methods import MethodName
 from localqwen.vocabulary import toml_writer
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
-
-METHODS = ("full", "lora", "qlora", "dora", "ia3", "moe-lora", "mot-lora")
 
 
 class _Section(BaseModel):
@@ -56,7 +55,7 @@ class DataSection(_Section):
 
 
 class MethodSection(_Section):
-    name: Literal["full", "lora", "qlora", "dora", "ia3", "moe-lora", "mot-lora"] = "lora"
+    name: MethodName = Field("lora", description="full, or an adapter method registered in localqwen.adapters.")
     options: dict[str, Any] = Field(default_factory=dict, description="Method options (rank, alpha, targets...).")
 
 

@@ -18,6 +18,7 @@ from typing import Any
 from localqwen.adapters.config_base import DEFAULT_TARGETS
 from localqwen.runtime.host import GIB
 from localqwen.runtime.plan import BYTES_PER_PARAM
+from localqwen.training.methods import loads_in_4bit
 
 # Training keeps weights and activations in bf16 (or fp16, the same size) unless the job asks for fp32.
 DTYPE_OF_PRECISION = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -97,7 +98,7 @@ def estimate_memory(
 ) -> MemoryEstimate:
     """Peak training memory in GiB, by part."""
     dtype_bytes = BYTES_PER_PARAM[DTYPE_OF_PRECISION.get(precision, "bfloat16")]
-    quantized = method == "qlora"
+    quantized = loads_in_4bit(method)
     if quantized:
         other = shape.total_params - shape.linear_params
         weights = shape.linear_params * BYTES_PER_PARAM["nf4"] + other * dtype_bytes

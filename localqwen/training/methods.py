@@ -1,16 +1,45 @@
-"""Fine-tuning methods: full fine-tuning here; adapters come from ``localqwen.adapters.registry``.
+"""Fine-tuning methods: full fine-tuning, or any registered adapter method (``localqwen.adapters``).
 
-Where the adapters registry is not importable (a trimmed install), LoRA / QLoRA / DoRA / IA3 fall
-back to PEFT directly with the same targets; MoE-LoRA and MoT-LoRA need the registry.
+``TRAINING_METHODS`` is the one list a job config, the trainer's form and ``apply_method`` accept:
+"full" followed by the adapter methods in the order they registered. ``MethodName`` validates
+a name against it with the same message pydantic gives a ``Literal``.
 """
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-DEFAULT_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj"]
+from pydantic import AfterValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
+
+from localqwen.adapters import apply_adapter, get_method, load_adapter, method_names, save_adapter
+
+FULL = "full"
+TRAINING_METHODS: tuple[str, ...] = (FULL, *method_names())
+
+
+def _known_method(name: str) -> str:
+    if name not in TRAINING_METHODS:
+        quoted = [f"'{method}'" for method in TRAINING_METHODS]
+        close = difflib.get_close_matches(name, TRAINING_METHODS, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise PydanticCustomError("literal_error", "Input should be {expected}{hint}",
+                                  {"expected": ", ".join(quoted[:-1]) + " or " + quoted[-1], "hint": hint})
+    return name
+
+
+# A str checked against TRAINING_METHODS (a Literal can't be built from a list a type checker
+# sees); the schema still lists the choices.
+MethodName = Annotated[str, AfterValidator(_known_method),
+                       WithJsonSchema({"type": "string", "enum": list(TRAINING_METHODS)})]
+
+
+def loads_in_4bit(method: str) -> bool:
+    """Whether ``method`` trains on a base model loaded in 4-bit NF4 (QLoRA)."""
+    return method != FULL and get_method(method).needs_4bit
 
 
 @dataclass
@@ -31,76 +60,27 @@ def _counts(model: Any) -> tuple[int, int]:
     return trainable, total
 
 
-def _registry() -> Any | None:
-    try:
-        from localqwen.adapters import registry
-    except ImportError:
-        return None
-    return registry if hasattr(registry, "apply_adapter") else None
-
-
 def apply_method(model: Any, method: str, options: dict[str, Any] | None = None) -> MethodResult:
     """Make ``model`` trainable for ``method``; returns the (possibly wrapped) model and counts."""
-    options = dict(options or {})
-    if method == "full":
+    if method == FULL:
         for parameter in model.parameters():
             parameter.requires_grad_(True)
         trainable, total = _counts(model)
         return MethodResult(model, method, trainable, total)
-    registry = _registry()
-    if registry is not None:
-        info = registry.apply_adapter(model, method, options)
-        wrapped = getattr(info, "model", model)
-        trainable, total = _counts(wrapped)
-        return MethodResult(wrapped, method, trainable, total)
-    if method in ("lora", "qlora", "dora", "ia3"):
-        wrapped = _peft_fallback(model, method, options)
-        trainable, total = _counts(wrapped)
-        return MethodResult(wrapped, method, trainable, total)
-    raise RuntimeError(f"method '{method}' needs localqwen.adapters.registry, which is not available")
-
-
-def _language_targets(model: Any, names: list[str]) -> str:
-    # Only the text decoder's projections (the vision tower also has q/k/v names in some models).
-    joined = "|".join(names)
-    return rf"^(?!.*visual).*\.({joined})$"
-
-
-def _peft_fallback(model: Any, method: str, options: dict[str, Any]) -> Any:
-    from peft import IA3Config, LoraConfig, get_peft_model, prepare_model_for_kbit_training
-
-    if method == "qlora":
-        model = prepare_model_for_kbit_training(model)
-    targets = options.get("target_modules") or DEFAULT_TARGETS
-    if method == "ia3":
-        config = IA3Config(target_modules=_language_targets(model, targets),
-                           feedforward_modules=[], task_type="CAUSAL_LM")
-    else:
-        config = LoraConfig(
-            r=int(options.get("r", 8)),
-            lora_alpha=int(options.get("alpha", options.get("lora_alpha", 16))),
-            lora_dropout=float(options.get("dropout", options.get("lora_dropout", 0.0))),
-            target_modules=_language_targets(model, targets),
-            use_dora=method == "dora",
-            task_type="CAUSAL_LM",
-        )
-    return get_peft_model(model, config)
+    wrapped = apply_adapter(model, method, dict(options or {})).model
+    trainable, total = _counts(wrapped)
+    return MethodResult(wrapped, method, trainable, total)
 
 
 def save_trained(model: Any, folder: Path, method: str) -> None:
-    """Full models save as safetensors; adapters through the registry (or PEFT)."""
+    """Full models save as safetensors; adapters as their weights plus the method's description."""
     folder.mkdir(parents=True, exist_ok=True)
-    registry = _registry()
-    if method != "full" and registry is not None and hasattr(registry, "save_adapter"):
-        registry.save_adapter(model, folder)
-        return
-    model.save_pretrained(folder, safe_serialization=True)
+    if method == FULL:
+        model.save_pretrained(folder, safe_serialization=True)
+    else:
+        save_adapter(model, folder)
 
 
 def load_trained(base_model: Any, folder: Path) -> Any:
-    registry = _registry()
-    if registry is not None and hasattr(registry, "load_adapter"):
-        return registry.load_adapter(base_model, folder)
-    from peft import PeftModel
-
-    return PeftModel.from_pretrained(base_model, str(folder))
+    """Put a trained adapter from ``folder`` onto ``base_model`` (the method is read from the folder)."""
+    return load_adapter(base_model, folder)

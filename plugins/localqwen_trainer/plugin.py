@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
+from localqwen.training.methods import FULL, TRAINING_METHODS, MethodName
 from localqwen_trainer.wizard import PRESETS, STEPS, WizardState, WizardStore
 
 # A cancelled run finishes its current step and saves a checkpoint before it exits; SIGKILL only after this.
@@ -45,8 +46,8 @@ class DataForm(Form):
 
 class MethodForm(Form):
     wizard: str = _wizard_field()
-    method: Literal["full", "lora", "qlora", "dora", "ia3", "moe-lora", "mot-lora"] = field(
-        "lora", label="Method", help="full: all weights (small models); qlora needs a CUDA GPU.")
+    method: MethodName = field("lora", label="Method", choices=list(TRAINING_METHODS),
+                               help="full: all weights (small models); qlora needs a CUDA GPU.")
     objective: Literal["sft", "dpo"] = field("sft", label="Objective", help="sft: learn answers; dpo: prefer chosen over rejected.")
     rank: int = field(8, label="Rank", ge=1, le=256, help="Adapter rank (LoRA family).")
     alpha: int = field(16, label="Alpha", ge=1, le=512, advanced=True)
@@ -203,14 +204,19 @@ class Trainer(Plugin):
     def method(self, form: MethodForm, ctx: Context):
         state = self._store(ctx).load(form.wizard)
         state.require("model", "data")
-        if form.method == "qlora":
-            import torch
-
-            if not torch.cuda.is_available():
-                yield ev.Warning(message="QLoRA needs a CUDA GPU (bitsandbytes 4-bit); this machine has none")
         options: dict[str, Any] = {}
-        if form.method != "full":
-            options = {"r": form.rank, "alpha": form.alpha, "dropout": form.dropout}
+        if form.method != FULL:
+            from localqwen.adapters import get_method
+
+            adapter = get_method(form.method)
+            if adapter.needs_4bit:
+                import torch
+
+                if not torch.cuda.is_available():
+                    yield ev.Warning(message=f"{form.method} needs a CUDA GPU (bitsandbytes 4-bit); this machine has none")
+            # The rank settings the method takes (IA3 has no rank).
+            rank = {"r": form.rank, "alpha": form.alpha, "dropout": form.dropout}
+            options = {key: value for key, value in rank.items() if key in adapter.options}
         state.method = {"name": form.method, "objective": form.objective, "options": options}
         yield ev.Log(message=f"{form.method} with {form.objective.upper()}")
         yield self._finish(ctx, state, "method")
