@@ -2,8 +2,10 @@
 
 Every agent's turn is a ``Step`` event (started / finished with its timing and a one-line
 detail), so each UI shows it as its own panel; the Responder's text streams as ``TextDelta``
-events of its step; the checked answer, a sources table and ``Done`` come last. The run's
-trajectory is appended to the JSONL log whatever happens.
+events of its step; the checked answer (a ``TextDelta`` without a step: the chat's answer, its
+numbered sources at the end), a sources table and ``Done`` come last. The tool turn runs on the
+shared tool loop, so its calls are ``ToolCall`` events. The run's trajectory is appended to the
+JSONL log and its turn record to ``deps.turns`` whatever happens.
 """
 
 from __future__ import annotations
@@ -15,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from localqwen.plugin_api import events
+from localqwen.runtime.tool_loop import run_tool, run_tool_loop
 from localqwen_rag import tools, topology
 from localqwen_rag.agents import knowledge, manager, planner, responder, reviewer
 from localqwen_rag.agents.llm import LLM
 from localqwen_rag.trajectory import Trajectory, TrajectoryLog
+
+EVIDENCE_KEPT = 600  # characters of each passage a turn record keeps (the report quotes this much)
 
 
 @dataclass
@@ -38,7 +43,7 @@ class PipelineDeps:
     knowledge: knowledge.KnowledgeSettings
     log: TrajectoryLog
     reports_dir: Path
-    session: dict[str, Any]  # {"turns": [...]}, saved by the caller
+    turns: list[dict[str, Any]]  # the conversation's earlier turn records; this run appends its own
     router: LLM | None = None  # a fine-tuned router model; None = rules
     tools_enabled: bool = True
 
@@ -80,11 +85,11 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
         yield steps.finish(sid, "Router", t0, f"{route.topology} ({route.source}): {route.reasoning}")
 
         if deps.tools_enabled:
-            saved = yield from _tool_turn(question, deps, steps, turn)
+            saved = yield from _tool_turn(question, deps, steps)
             if saved is not None:
                 turn["answer"] = f"Saved the session report to {saved}"
                 trajectory.outcome, trajectory.outcome_reasons = "success", ["tool call"]
-                yield events.TextDelta(text=turn["answer"], step="answer")
+                yield events.TextDelta(text=turn["answer"])
                 yield events.Done(summary=turn["answer"], result={"answer": turn["answer"], "report": str(saved),
                                                                   "topology": route.topology, "citations": []})
                 return
@@ -95,9 +100,9 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
         trajectory.outcome_reasons = problems
         trajectory.citations, trajectory.evidence = len(answer.citations), len(answer.evidence)
         turn["answer"] = answer.text
-        turn["evidence"] = [{"n": n, "citation": h.citation(), "text": h.text}
+        turn["evidence"] = [{"n": n, "citation": h.citation(), "text": h.text[:EVIDENCE_KEPT]}
                             for n, h in enumerate(answer.evidence, start=1)]
-        yield events.TextDelta(text=answer.text, step="answer")
+        yield events.TextDelta(text=answer.text)
         if answer.evidence:
             yield events.Table(title="Sources", columns=["#", "source", "page", "heading", "score"],
                                rows=[[n, h.source, h.page or "", h.heading, round(h.score, 4)]
@@ -115,24 +120,32 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
             trajectory.outcome, trajectory.outcome_reasons = "cancelled", [deps.llm.cancel.reason]
         deps.log.append(trajectory)
         turn["verdicts"] = trajectory.verdicts
-        deps.session.setdefault("turns", []).append(turn)
+        deps.turns.append(turn)
 
 
-def _tool_turn(question: Question, deps: PipelineDeps, steps: _Steps, turn: dict[str, Any]):
-    """Offer save_session_summary on the user's conversation only (never on retrieved text)."""
+def _tool_turn(question: Question, deps: PipelineDeps, steps: _Steps):
+    """Offer save_session_summary on the user's conversation only (never on retrieved text).
+
+    The model may call it natively (one round on the shared tool loop; what it says shows in the
+    Tools panel); when it doesn't but the user's own message asks for it, the same tool runs."""
     step, sid, t0 = steps.start("tools", "Tools")
     yield step
+    tool = tools.session_summary_tool(deps.turns, deps.reports_dir)
     messages = [{"role": "system", "content": tools.TOOL_SYSTEM}, *question.history[-6:],
                 {"role": "user", "content": question.text}]
-    result = deps.llm.chat(messages, tools=tools.TOOLS, max_new_tokens=64)
-    chosen = tools.select_call(result.tool_calls, question.text)
-    if chosen is None:
-        yield steps.finish(sid, "Tools", t0, "no tool needed")
+    loop = yield from run_tool_loop(deps.llm.engine, messages, [tool], settings=deps.llm.settings(64),
+                                    cancel=deps.llm.cancel, max_rounds=1, step=sid)
+    saved = [run for run in loop.runs if run.ok]
+    how = "native tool call"
+    if not saved and tools.wants_summary(question.text):
+        fallback = run_tool([tool], tool.name, {"title": question.text[:80]})
+        yield fallback.event()
+        saved, how = [fallback], "keyword fallback (user asked)"
+    if not saved:
+        failed = [run.result for run in loop.runs]
+        yield steps.finish(sid, "Tools", t0, "no tool needed" if not failed else "; ".join(failed)[:300])
         return None
-    how, arguments = chosen
-    title = arguments.get("title") if isinstance(arguments.get("title"), str) else ""
-    path = tools.save_session_summary(deps.session, deps.reports_dir, title or "")
-    yield events.ToolCall(name="save_session_summary", arguments=arguments, result=str(path))
+    path = Path(saved[-1].value)
     yield events.FileWritten(path=str(path), description="session report (Markdown)")
     yield steps.finish(sid, "Tools", t0, f"save_session_summary via {how} -> {path.name}")
     return path

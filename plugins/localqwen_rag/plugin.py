@@ -1,48 +1,30 @@
 """Multi-agent RAG over your documents: knowledge bases, hybrid search and a team of agents
-(Planner, Manager, Knowledge, Responder, Reviewer) whose shape a meta-router picks per question."""
+(Planner, Manager, Knowledge, Responder, Reviewer) whose shape a meta-router picks per question.
+
+Asking is a chat (``@chat``; sessions in the one chat store, see chat.py); the ``ask`` action
+runs the same turn for the CLI, in the session its ``--session`` names."""
 
 from __future__ import annotations
 
-import json
-import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel
-
-from localqwen.atomic import atomic_write_text
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
+from localqwen.plugin_api.chat import ChatRequest, chat
 from localqwen.plugin_api.extensions import Extensions
+from localqwen_rag.settings import RagConfig, SessionChoices
 
 
-class RagConfig(BaseModel):
-    """``[plugins.rag]`` settings."""
-
-    allowed_roots: list[str] = []  # folders documents may come from; empty = home, uploads and cwd
-    model: str = ""  # text model for the agents; empty = the app's default
-    vision_model: str = ""  # for questions with an image; empty = the app's default vision model
-    router_model: str = ""  # a fine-tuned meta-router; empty = rules
-    reranker: str = ""  # cross-encoder folder or hub id used when rerank is on
-    embedding_model: str = ""  # for new knowledge bases; empty = bundled all-MiniLM-L6-v2
-    max_file_mb: int = 100
-    min_similarity: float = 0.3
-
-
-class AskForm(Form):
+class AskQuestion(Form):
     question: str = field(label="Question", widget=Widget.TEXTAREA, placeholder="Ask about your documents")
-    knowledge_base: str = field("default", label="Knowledge base")
-    use_kb: bool = field(True, label="Use the knowledge base", help="Off: answer without retrieval")
     image: Path | None = field(None, label="Image", widget=Widget.IMAGE, help="Optional; goes to the vision model")
-    topology: Literal["auto", "single", "centralized", "decentralized"] = field(
-        "auto", label="Topology", help="auto lets the meta-router choose")
-    session: str = field("default", label="Session", help="Conversation the turn belongs to (for the report tool)")
-    k: int = field(5, label="Passages", ge=1, le=20, advanced=True)
-    rerank: bool = field(False, label="Rerank with a cross-encoder", advanced=True)
-    model: str = field("", label="Text model", advanced=True)
-    vision_model: str = field("", label="Vision model", advanced=True)
-    router_model: str = field("", label="Router model", advanced=True, help="Fine-tuned meta-router; empty = rules")
-    max_new_tokens: int = field(256, label="Max new tokens", ge=16, le=4096, advanced=True)
-    tools: bool = field(True, label="Allow the save_session_summary tool", advanced=True)
+    session: str = field("default", label="Session",
+                         help="Conversation the turn belongs to; its choices and history are kept in the chat store")
+
+
+class AskForm(SessionChoices, AskQuestion):
+    """The question first, then the session's choices (pydantic orders fields base-most first)."""
 
 
 class AddDocumentsForm(Form):
@@ -106,62 +88,34 @@ class RagPlugin(Plugin):
         return manager.get(name)
 
     # ------------------------------------------------------------ actions
+    @chat
+    def respond(self, request: ChatRequest, ctx: Context) -> Iterator[Any]:
+        """Answer the new message with the agent team, citing the session's knowledge base."""
+        from localqwen_rag.chat import answer
+        from localqwen_rag.sessions import import_legacy_sessions
+
+        yield from import_legacy_sessions(ctx.chats, ctx.data_dir)
+        yield from answer(request, ctx, self._config(ctx))
+
     @action(form=AskForm, title="Ask")
     def ask(self, form: AskForm, ctx: Context):
-        """Answer a question with the agent team, citing the knowledge base."""
-        from localqwen.retrieval.knowledge_base import KnowledgeBaseError
-        from localqwen_rag.agents.knowledge import KnowledgeSettings
-        from localqwen_rag.agents.llm import LLM
-        from localqwen_rag.pipeline import PipelineDeps, Question, run_question
-        from localqwen_rag.trajectory import TrajectoryLog
+        """Answer a question with the agent team, citing the knowledge base (one turn of a chat session)."""
+        from localqwen_rag import sessions
+        from localqwen_rag.chat import answer
 
-        config = self._config(ctx)
-        kb = None
-        if form.use_kb:
-            try:
-                kb = self._kb(ctx, form.knowledge_base)
-            except KnowledgeBaseError as exc:
-                yield events.Warning(message=f"{exc}; answering without documents")
-        image = str(form.image) if form.image else None
-        if image and not Path(image).is_file():
-            yield events.Error(message=f"image not found: {image}", field="image")
+        if form.image and not Path(form.image).is_file():
+            yield events.Error(message=f"image not found: {form.image}", field="image")
             return
-
-        rerank: bool | str = False
-        if form.rerank:
-            rerank = config.reranker or False
-            if not rerank:
-                yield events.Warning(message="rerank is on but no cross-encoder is configured "
-                                             "([plugins.rag] reranker); searching without it")
-
-        def llm_for(model: str, task: str) -> LLM:
-            engine = ctx.engine(model or None, task=task)
-            return LLM(engine, max_new_tokens=form.max_new_tokens, cancel=ctx.cancel)
-
-        text_llm = llm_for(form.model or config.model, "text")
-        router_name = form.router_model or config.router_model
-        session_file = ctx.data_dir / "sessions" / f"{_slug(form.session)}.json"
-        session = json.loads(session_file.read_text(encoding="utf-8")) if session_file.exists() else {"turns": []}
-        history = []
-        for turn in session.get("turns", [])[-3:]:
-            history += [{"role": "user", "content": turn["question"]},
-                        {"role": "assistant", "content": turn.get("answer", "")}]
-        deps = PipelineDeps(
-            llm=text_llm,
-            vision_llm=lambda: llm_for(form.vision_model or config.vision_model, "vision"),
-            kb=kb,
-            knowledge=KnowledgeSettings(k=form.k, rerank=rerank, min_similarity=config.min_similarity),
-            log=TrajectoryLog(ctx.data_dir / "trajectories"),
-            reports_dir=ctx.outputs_dir / "reports",
-            session=session,
-            router=llm_for(router_name, "text") if router_name else None,
-            tools_enabled=form.tools,
-        )
-        try:
-            yield from run_question(Question(form.question, use_kb=form.use_kb, image=image, topology=form.topology,
-                                             history=history), deps)
-        finally:
-            atomic_write_text(session_file, json.dumps(session, ensure_ascii=False, indent=1))
+        yield from sessions.import_legacy_sessions(ctx.chats, ctx.data_dir)
+        session_id = sessions.named_session(ctx.chats, form.session)
+        content: str | list[dict[str, Any]] = form.question
+        if form.image:
+            copy = sessions.attach_image(Path(form.image), ctx.paths.uploads_dir, session_id)
+            content = [{"type": "image", "image": copy}, {"type": "text", "text": form.question}]
+        config = self._config(ctx)
+        choices = form.model_dump(include=set(SessionChoices.model_fields))  # this turn's, kept by the session
+        yield from sessions.run_stored_turn(ctx.chats, session_id, {"role": "user", "content": content}, choices,
+                                            lambda request: answer(request, ctx, config))
 
     @action(form=AddDocumentsForm, title="Add documents")
     def add_documents(self, form: AddDocumentsForm, ctx: Context):
@@ -207,8 +161,15 @@ class RagPlugin(Plugin):
     def search(self, form: SearchForm, ctx: Context):
         """Search a knowledge base without the agents (BM25 + vectors, optional rerank)."""
         config = self._config(ctx)
+        if form.rerank and not config.reranker:
+            message = ("rerank is on but no cross-encoder is configured: set [plugins.rag] reranker to a folder "
+                       "or hub id (e.g. BAAI/bge-reranker-base)")
+            yield events.Error(message=message, field="rerank")
+            yield events.Done(status="failed", summary=message)
+            return
+        # The plugin names its cross-encoder itself; the retrieval core reads no plugin's settings.
         hits = self._kb(ctx, form.knowledge_base).search(form.query, k=form.k, mode=form.mode,
-                                                          rerank=(config.reranker or True) if form.rerank else False)
+                                                          rerank=config.reranker if form.rerank else False)
         yield events.Table(title=f"Results for: {form.query}", columns=["#", "score", "source", "page", "heading", "text"],
                            rows=[[n, round(h.score, 4), h.source, h.page or "", h.heading, h.text[:200]]
                                  for n, h in enumerate(hits, start=1)])
@@ -226,10 +187,6 @@ class RagPlugin(Plugin):
         yield events.FileWritten(path=result["dpo"], description=f"router DPO ({result['dpo_rows']} pairs)")
         yield events.Done(summary=f"{result['sft_rows']} SFT rows, {result['dpo_rows']} DPO pairs from "
                           f"{result['trajectories']} trajectories", result=result)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^\w\-]+", "-", text.strip(), flags=re.UNICODE).strip("-")[:64] or "default"
 
 
 __all__ = ["RagPlugin"]

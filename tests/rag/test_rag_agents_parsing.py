@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from localqwen_rag import tools, topology
 from localqwen_rag.agents import manager, planner, responder, reviewer
@@ -98,24 +100,32 @@ def test_router_rules_and_forced():
         topology.route("x", forced="mesh")
 
 
-def test_native_tool_calls_from_the_models_turn_are_dispatched():
+def test_native_tool_calls_from_the_models_turn_are_dispatched(tmp_path):
     from localqwen.runtime.engine.tool_calls import parse_tool_calls
+    from localqwen.runtime.tool_loop import run_tool
 
+    tool = tools.session_summary_tool([{"question": "What do statins do?", "answer": "They lower LDL."}],
+                                      tmp_path / "reports")
     reply = ('I will save it.\n<tool_call>\n{"name": "save_session_summary", "arguments": {"title": "Statins"}}'
              "\n</tool_call>")
-    text, calls = parse_tool_calls(reply)
-    assert tools.select_call(calls, "anything") == ("native tool call", {"title": "Statins"})
+    _, calls = parse_tool_calls(reply)
+    saved = run_tool([tool], calls[0].name, calls[0].arguments)
+    assert saved.ok and saved.value.endswith("-statins.md")
+    assert "What do statins do?" in Path(saved.value).read_text(encoding="utf-8")
     _, other = parse_tool_calls('<tool_call>{"name": "delete_everything", "arguments": {}}</tool_call>')
-    assert tools.select_call(other, "What do statins do?") is None  # unknown tools are ignored
-    assert tools.select_call([], "请总结对话")[0].startswith("keyword fallback")
+    refused = run_tool([tool], other[0].name, other[0].arguments)  # unknown tools never run
+    assert not refused.ok and "unknown tool 'delete_everything'" in refused.result
+    bad = run_tool([tool], "save_session_summary", {"title": ["not", "text"]})
+    assert not bad.ok and "title must be string" in bad.result
+    assert len(list((tmp_path / "reports").iterdir())) == 1
 
 
 def test_session_report(tmp_path):
-    session = {"turns": [{"question": "What do statins do?", "topology": "single", "router_source": "rules",
-                          "plan": ["look up", "answer"], "answer": "They lower LDL [1].\n\nSources:\n[1] s.md",
-                          "evidence": [{"n": 1, "citation": "s.md, Drugs", "text": "Statins lower LDL."}],
-                          "verdicts": [{"verdict": "PASS", "reasons": ["ok"], "source": "model"}]}]}
-    path = tools.save_session_summary(session, tmp_path / "reports", "Statin chat / 1")
+    turns = [{"question": "What do statins do?", "topology": "single", "router_source": "rules",
+              "plan": ["look up", "answer"], "answer": "They lower LDL [1].\n\nSources:\n[1] s.md",
+              "evidence": [{"n": 1, "citation": "s.md, Drugs", "text": "Statins lower LDL."}],
+              "verdicts": [{"verdict": "PASS", "reasons": ["ok"], "source": "model"}]}]
+    path = tools.save_session_summary(turns, tmp_path / "reports", "Statin chat / 1")
     text = path.read_text(encoding="utf-8")
     assert path.parent == tmp_path / "reports" and path.name.endswith("-statin-chat-1.md")
     for expected in ("# Statin chat / 1", "**Question:** What do statins do?", "1. look up", "> Statins lower LDL.",

@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from rag_helpers import STATINS_MD, docs_folder, kb_manager, write_encrypted_pdf
 
-from localqwen.app import Workbench
 from localqwen.plugin_api import CancelToken, events
 from localqwen.retrieval.knowledge_base import KnowledgeBaseError, KnowledgeBaseManager
 

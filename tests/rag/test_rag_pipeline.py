@@ -15,9 +15,7 @@ from localqwen_rag.pipeline import PipelineDeps, Question, run_question
 from localqwen_rag.trajectory import TrajectoryLog, export_router_data
 from rag_helpers import docs_folder, kb_manager
 
-from localqwen.app import Workbench
 from localqwen.plugin_api import events
-from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
 
 
 @pytest.fixture(scope="module")
@@ -34,12 +32,12 @@ def setup(tmp_path, tiny_engine):
     manager = kb_manager(allowed_roots=[tmp_path])
     kb = manager.create("docs")
     kb.ingest([docs_folder(tmp_path)])
-    session: dict = {"turns": []}
+    turns: list = []
 
     def deps(**overrides):
         values = dict(llm=LLM(tiny_engine, max_new_tokens=12), vision_llm=None, kb=kb,
                       knowledge=KnowledgeSettings(k=4), log=TrajectoryLog(tmp_path / "trajectories"),
-                      reports_dir=tmp_path / "reports", session=session)
+                      reports_dir=tmp_path / "reports", turns=turns)
         values.update(overrides)
         return PipelineDeps(**values)
 
@@ -88,7 +86,7 @@ def test_no_evidence_answer_says_so(setup):
     deps, kb, tmp = setup
     collected, done = run(Question("Explain quantum chromodynamics gauge symmetry", topology="single"), deps())
     assert done.result["no_evidence"] is True and done.result["citations"] == []
-    answer = next(e.text for e in collected if isinstance(e, events.TextDelta) and e.step == "answer")
+    answer = next(e.text for e in collected if isinstance(e, events.TextDelta) and e.step is None)
     assert answer.startswith("No evidence was found in the knowledge base")
     assert "Sources:" not in answer and not [e for e in collected if isinstance(e, events.Table)]
 

@@ -26,7 +26,7 @@ def test_image_question_goes_to_the_vision_model(tmp_path, tiny_qwen3_path, tiny
     vision = LLM(vision_engine, max_new_tokens=8)
     deps = PipelineDeps(llm=LLM(text_engine, max_new_tokens=8), vision_llm=lambda: vision, kb=None,
                         knowledge=KnowledgeSettings(), log=TrajectoryLog(tmp_path / "t"), reports_dir=tmp_path / "r",
-                        session={"turns": []})
+                        turns=[])
     collected = list(run_question(Question("What colour is this pill?", use_kb=False, image=str(image)), deps))
     assert collected[-1].result["topology"] == "single"
     user = vision.last_messages[-1]["content"]
@@ -54,6 +54,9 @@ def test_plugin_actions_through_the_workbench(tmp_path, monkeypatch):
 
     done = list(workbench.run("rag", "search", {"query": "blood clots", "knowledge_base": "papers", "k": 2}))[-1]
     assert len(done.result["hits"]) == 2
+    # The plugin names its reranker itself; with none configured, rerank is a clear form error.
+    refused = list(workbench.run("rag", "search", {"query": "blood clots", "knowledge_base": "papers", "rerank": True}))
+    assert refused[-1].status == "failed" and refused[0].field == "rerank" and "[plugins.rag] reranker" in refused[0].message
     listed = list(workbench.run("rag", "knowledge-bases", {"operation": "list"}))
     assert listed[-1].result["knowledge_bases"] == ["papers"]
     renamed = list(workbench.run("rag", "knowledge-bases", {"operation": "rename", "name": "papers",
@@ -83,3 +86,7 @@ def test_ask_action_end_to_end(tmp_path, tiny_qwen3_path):
     saved = list(workbench.run("rag", "ask", {"question": "save the conversation please", "max_new_tokens": 16}))
     report = next(e for e in saved if isinstance(e, events.FileWritten)).path
     assert "Which drug prevents blood clots?" in Path(report).read_text(encoding="utf-8")
+    # Both turns went into the "default" session of the chat store, where every chat view shows them.
+    [session] = workbench.conversations.sessions("rag")
+    assert session.metadata["session_name"] == "default" and session.message_count == 4
+    assert session.title == "Which drug prevents blood clots?"

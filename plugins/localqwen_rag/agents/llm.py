@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from localqwen.runtime.engine.base import ChatResult, Engine, GenerationSettings
     from localqwen.vocabulary.cancel import CancelToken
-    from localqwen.runtime.engine.base import ChatResult, Engine
 
 
 class LLM:
@@ -23,7 +23,7 @@ class LLM:
         self.seed = seed
         self.last_messages: list[dict[str, Any]] = []
 
-    def _settings(self, max_new_tokens: int | None):
+    def settings(self, max_new_tokens: int | None = None) -> GenerationSettings:
         from localqwen.runtime.engine.base import GenerationSettings
 
         return GenerationSettings(max_new_tokens=max_new_tokens or self.max_new_tokens,
@@ -32,7 +32,7 @@ class LLM:
     def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
              max_new_tokens: int | None = None) -> ChatResult:
         self.last_messages = messages
-        return self.engine.chat(messages, tools=tools, settings=self._settings(max_new_tokens), cancel=self.cancel)
+        return self.engine.chat(messages, tools=tools, settings=self.settings(max_new_tokens), cancel=self.cancel)
 
     def complete(self, system: str, user: str, *, max_new_tokens: int | None = None) -> str:
         result = self.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
@@ -41,4 +41,4 @@ class LLM:
 
     def stream(self, messages: list[dict[str, Any]], *, max_new_tokens: int | None = None) -> Iterator[str]:
         self.last_messages = messages
-        yield from self.engine.stream(messages, settings=self._settings(max_new_tokens), cancel=self.cancel)
+        yield from self.engine.stream(messages, settings=self.settings(max_new_tokens), cancel=self.cancel)
