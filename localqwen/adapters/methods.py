@@ -1,7 +1,7 @@
 """The adapter methods: each one registers itself once, where it is implemented.
 
     register_adapter_method(name="moe-lora", config_cls=MoELoRAConfig, inject=inject_moe_lora,
-                            saved_shapes=expected_shapes)
+                            trainable_per_layer=trainable_per_layer, saved_shapes=expected_shapes)
 
 ``peft_methods.py`` registers LoRA, QLoRA, DoRA and IA3; ``moe_lora/`` and ``mot_lora/`` register
 themselves in their ``__init__``. Importing ``localqwen.adapters`` imports all of them, so
@@ -28,14 +28,16 @@ class AdapterMethod:
     """One method: its options (a config dataclass) and how it goes into a model.
 
     ``inject(model, config)`` adds a fresh adapter to a model already prepared for training (base
-    frozen where needed, 4-bit prepared) and returns the model to use. ``saved_shapes(in, out,
-    config)`` names the tensors our own methods save per wrapped layer; PEFT methods have none
-    (PEFT saves and loads them).
+    frozen where needed, 4-bit prepared) and returns the model to use. ``trainable_per_layer(name,
+    in, out, config)`` is what the adapter adds to one wrapped linear layer (``param_counts``
+    counts a model from shapes alone with it). ``saved_shapes(in, out, config)`` names the tensors
+    our own methods save per wrapped layer; PEFT methods have none (PEFT saves and loads them).
     """
 
     name: str
     config_cls: type[TargetConfig]
     inject: Callable[[Any, Any], Any]
+    trainable_per_layer: Callable[[str, int, int, Any], int]
     saved_shapes: Callable[[int, int, Any], dict[str, tuple[int, ...]]] | None = None
     needs_4bit: bool = False  # the base model must be loaded in 4-bit (QLoRA)
 
@@ -58,6 +60,7 @@ def register_adapter_method(
     name: str,
     config_cls: type[TargetConfig],
     inject: Callable[[Any, Any], Any],
+    trainable_per_layer: Callable[[str, int, int, Any], int],
     saved_shapes: Callable[[int, int, Any], dict[str, tuple[int, ...]]] | None = None,
     needs_4bit: bool = False,
 ) -> AdapterMethod:
@@ -66,7 +69,7 @@ def register_adapter_method(
         raise AdapterError(f"adapter method {name!r} is registered twice")
     if not (isinstance(config_cls, type) and issubclass(config_cls, TargetConfig)):
         raise AdapterError(f"{name}: config_cls must be a TargetConfig dataclass, got {config_cls!r}")
-    method = AdapterMethod(name, config_cls, inject, saved_shapes, needs_4bit)
+    method = AdapterMethod(name, config_cls, inject, trainable_per_layer, saved_shapes, needs_4bit)
     _METHODS[name] = method
     return method
 

@@ -1,8 +1,11 @@
-"""Trainable parameter counts from layer shapes alone (no weights needed), per method."""
+"""Trainable parameter counts from layer shapes alone (no weights needed), by each method's own
+count (``AdapterMethod.trainable_per_layer``)."""
 
 from __future__ import annotations
 
 from typing import Any
+
+from localqwen.adapters.methods import COMMON_OPTIONS, get_method
 
 # (name, in_features, out_features) per wrapped linear layer
 LayerShapes = list[tuple[str, int, int]]
@@ -26,21 +29,6 @@ def qwen3_text_layers(
 
 def trainable_params(method: str, shapes: LayerShapes, options: dict[str, Any] | None = None) -> int:
     """What ``apply_adapter(model, method, options)`` reports as trainable for these layers."""
-    options = options or {}
-    r = options.get("r", 8)
-    total = 0
-    for name, fan_in, fan_out in shapes:
-        if method in ("lora", "qlora"):
-            total += r * (fan_in + fan_out)
-        elif method == "dora":
-            total += r * (fan_in + fan_out) + fan_out  # + magnitude vector
-        elif method == "ia3":
-            total += fan_in if name == "down_proj" else fan_out
-        elif method == "moe-lora":
-            experts = options.get("num_experts", 4)
-            total += experts * r * (fan_in + fan_out) + experts * fan_in  # experts + router
-        elif method == "mot-lora":
-            total += r * (fan_in + fan_out) + r * options.get("kernel_size", 4)  # + depthwise mixer
-        else:
-            raise ValueError(f"unknown method {method!r}")
-    return total
+    spec = get_method(method)
+    config = spec.config_cls.from_dict({k: v for k, v in (options or {}).items() if k not in COMMON_OPTIONS})
+    return sum(spec.trainable_per_layer(name, fan_in, fan_out, config) for name, fan_in, fan_out in shapes)

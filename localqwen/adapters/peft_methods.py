@@ -83,12 +83,24 @@ def method_from_peft_config(config: Any, *, quantized: bool) -> str:
     raise AdapterError(f"PEFT adapter type {peft_type or '?'} is not one of LocalQwen's methods")
 
 
-def _register(name: str, config_cls: type[TargetConfig], *, needs_4bit: bool = False) -> None:
+def _low_rank_count(name: str, fan_in: int, fan_out: int, config: LowRankConfig) -> int:
+    return config.r * (fan_in + fan_out)  # A (r x in) and B (out x r)
+
+
+def _dora_count(name: str, fan_in: int, fan_out: int, config: LowRankConfig) -> int:
+    return _low_rank_count(name, fan_in, fan_out, config) + fan_out  # + the magnitude vector
+
+
+def _ia3_count(name: str, fan_in: int, fan_out: int, config: TargetConfig) -> int:
+    return fan_in if name_matches(name, IA3_FEEDFORWARD) else fan_out  # one scaling vector
+
+
+def _register(name: str, config_cls: type[TargetConfig], count: Any, *, needs_4bit: bool = False) -> None:
     register_adapter_method(name=name, config_cls=config_cls, inject=functools.partial(inject_peft, method=name),
-                            needs_4bit=needs_4bit)
+                            trainable_per_layer=count, needs_4bit=needs_4bit)
 
 
-_register("lora", LowRankConfig)
-_register("qlora", LowRankConfig, needs_4bit=True)
-_register("dora", LowRankConfig)
-_register("ia3", TargetConfig)  # IA3 learns scaling vectors, not low-rank matrices: only target options
+_register("lora", LowRankConfig, _low_rank_count)
+_register("qlora", LowRankConfig, _low_rank_count, needs_4bit=True)
+_register("dora", LowRankConfig, _dora_count)
+_register("ia3", TargetConfig, _ia3_count)  # IA3 learns scaling vectors, not low-rank matrices: only target options

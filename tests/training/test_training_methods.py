@@ -40,9 +40,11 @@ def test_options_come_from_each_method_config():
     assert get_method("qlora").needs_4bit and not get_method("lora").needs_4bit
     assert get_method("moe-lora").own and not get_method("dora").own
     with pytest.raises(AdapterError, match="registered twice"):
-        register_adapter_method(name="lora", config_cls=TargetConfig, inject=lambda model, config: model)
+        register_adapter_method(name="lora", config_cls=TargetConfig, inject=lambda model, config: model,
+                                trainable_per_layer=lambda name, fan_in, fan_out, config: 0)
     with pytest.raises(AdapterError, match="must be a TargetConfig"):
-        register_adapter_method(name="new-one", config_cls=dict, inject=lambda model, config: model)
+        register_adapter_method(name="new-one", config_cls=dict, inject=lambda model, config: model,
+                                trainable_per_layer=lambda name, fan_in, fan_out, config: 0)
     assert "new-one" not in METHODS
 
 

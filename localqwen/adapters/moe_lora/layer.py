@@ -12,7 +12,7 @@ from typing import Any
 
 from localqwen.adapters.moe_lora.config import MoELoRAConfig
 
-__all__ = ["MoELoRALinear", "expected_shapes"]  # noqa: F822 (built lazily by __getattr__)
+__all__ = ["MoELoRALinear", "expected_shapes", "trainable_per_layer"]  # noqa: F822 (built lazily by __getattr__)
 
 
 def expected_shapes(in_features: int, out_features: int, config: MoELoRAConfig) -> dict[str, tuple[int, ...]]:
@@ -24,6 +24,11 @@ def expected_shapes(in_features: int, out_features: int, config: MoELoRAConfig) 
         "router.weight": (config.num_experts, in_features),
         "routing_bias": (config.num_experts,),
     }
+
+
+def trainable_per_layer(name: str, in_features: int, out_features: int, config: MoELoRAConfig) -> int:
+    """E experts of rank r plus the router (the routing bias is a buffer, not trained)."""
+    return config.num_experts * config.r * (in_features + out_features) + config.num_experts * in_features
 
 
 def __getattr__(name: str) -> Any:

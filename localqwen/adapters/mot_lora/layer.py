@@ -16,7 +16,7 @@ from typing import Any
 
 from localqwen.adapters.mot_lora.config import MoTLoRAConfig
 
-__all__ = ["MoTLoRALinear", "MixerStream", "expected_shapes"]  # noqa: F822 (built lazily)
+__all__ = ["MoTLoRALinear", "MixerStream", "expected_shapes", "trainable_per_layer"]  # noqa: F822 (built lazily)
 
 
 def expected_shapes(in_features: int, out_features: int, config: MoTLoRAConfig) -> dict[str, tuple[int, ...]]:
@@ -25,6 +25,11 @@ def expected_shapes(in_features: int, out_features: int, config: MoTLoRAConfig) 
         "lora_B": (out_features, config.r),
         "mixer": (config.r, config.kernel_size),
     }
+
+
+def trainable_per_layer(name: str, in_features: int, out_features: int, config: MoTLoRAConfig) -> int:
+    """A LoRA of rank r plus the depthwise mixer (r channels x kernel_size taps)."""
+    return config.r * (in_features + out_features) + config.r * config.kernel_size
 
 
 class MixerStream:
