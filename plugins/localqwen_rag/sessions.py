@@ -3,7 +3,9 @@ for it, and the one-time import of the JSON session files older versions wrote.
 
 The chat views store turns themselves (``Conversations.send``); the ``ask`` action is not a chat
 view, so :func:`run_stored_turn` does the same for it: user message in, the same responder, the
-answer stored with what the views show (tool calls, step panels, tables), metadata saved.
+answer stored with what the views show (tool calls, step panels and their text, tables), metadata
+saved. It mirrors ``Conversations._answer``, which a plugin cannot import (the app layer is above
+the plugins); keep the two storing the same shapes.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ def run_stored_turn(chats: PluginChats, session_id: int, message: dict[str, Any]
         for event in respond(request):
             if isinstance(event, events.TextDelta) and event.step is None:
                 text.append(event.text)
+            elif isinstance(event, events.TextDelta):  # a step panel's text, joined and kept with the panel
+                last = shown[-1] if shown else None
+                if last is not None and last.get("kind") == "text" and last.get("step") == event.step:
+                    last["text"] += event.text
+                else:
+                    shown.append(event.model_dump())
             elif isinstance(event, events.ToolCall):
                 calls.append(event)
             if isinstance(event, _SHOWN):

@@ -75,7 +75,7 @@ def test_rag_chat_keeps_choices_turns_and_panels_in_the_chat_store(tmp_path, tin
     first = talk.entries("rag", session)[1]
     assert first.message["role"] == "assistant" and "Sources:\n[1] " in first.message["content"]
     assert first.message["content"] == "".join(e.text for e in collected if isinstance(e, events.TextDelta) and e.step is None)
-    assert {"step", "table"} <= {shown["kind"] for shown in first.display}
+    assert {"step", "table", "text"} <= {shown["kind"] for shown in first.display}
     metadata = talk.store("rag").metadata(session)
     assert metadata["knowledge_base"] == "papers" and metadata["k"] == 5 and metadata["rerank"] is False
     assert [(t["position"], t["topology"]) for t in metadata["turns"]] == [(0, "centralized")]

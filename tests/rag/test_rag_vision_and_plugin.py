@@ -90,3 +90,7 @@ def test_ask_action_end_to_end(tmp_path, tiny_qwen3_path):
     [session] = workbench.conversations.sessions("rag")
     assert session.metadata["session_name"] == "default" and session.message_count == 4
     assert session.title == "Which drug prevents blood clots?"
+    shown = workbench.conversations.entries("rag", session.id)[1].display
+    assert {"step", "table"} <= {d["kind"] for d in shown}
+    panel_text = [d["step"] for d in shown if d["kind"] == "text"]  # each panel's streamed text, joined
+    assert "tools" in panel_text and "responder" in panel_text and len(panel_text) == len(set(panel_text))
