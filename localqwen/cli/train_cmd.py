@@ -123,6 +123,16 @@ def _probe_config(config, printer):  # noqa: ANN001, ANN202
         yield probe
 
 
+class _Quiet:
+    """The printer of a rank other than 0 under `accelerate launch`: rank 0 prints for the whole job."""
+
+    def __call__(self, event: object) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 def _show_memory_estimate(config, printer):  # noqa: ANN001, ANN202
     from localqwen.plugin_api import events as ev
     from localqwen.training.estimate import estimate_for_job

@@ -47,8 +47,9 @@ def train_and_save(config: JobConfig, parts: JobParts, checkpoint: Path | None, 
     final = output / "final"
     from localqwen.training.methods import save_trained
 
-    save_trained(parts.trainer.model, final, config.method.name)
-    parts.processor.save_pretrained(final)
+    if parts.trainer.is_world_process_zero():  # with several GPUs every rank holds the same weights
+        save_trained(parts.trainer.model, final, config.method.name)
+        parts.processor.save_pretrained(final)
     chart(ev.FileWritten(path=str(final), description="trained model" if config.method.name == "full" else "adapter"))
     result_info["final"] = str(final)
     chart.final()

@@ -9,8 +9,8 @@ import pytest
 
 from localqwen.training.config import parse_job_config
 from localqwen.training.data_sources import DataSource, build_data_source, builtin_data_sources
-from localqwen.training.launch import job_command
 from localqwen.training.job_data import prepare_data
+from localqwen.training.launch import job_command
 from localqwen.training.runner import run_job
 
 
