@@ -54,22 +54,16 @@ class MethodResult:
         return self.trainable_params / max(1, self.total_params)
 
 
-def _counts(model: Any) -> tuple[int, int]:
-    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
-    total = sum(p.numel() for p in model.parameters())
-    return trainable, total
-
-
 def apply_method(model: Any, method: str, options: dict[str, Any] | None = None) -> MethodResult:
     """Make ``model`` trainable for ``method``; returns the (possibly wrapped) model and counts."""
     if method == FULL:
+        from localqwen.adapters.targets import count_parameters
+
         for parameter in model.parameters():
             parameter.requires_grad_(True)
-        trainable, total = _counts(model)
-        return MethodResult(model, method, trainable, total)
-    wrapped = apply_adapter(model, method, dict(options or {})).model
-    trainable, total = _counts(wrapped)
-    return MethodResult(wrapped, method, trainable, total)
+        return MethodResult(model, method, *count_parameters(model))
+    info = apply_adapter(model, method, dict(options or {}))
+    return MethodResult(info.model, method, info.trainable_params, info.total_params)
 
 
 def save_trained(model: Any, folder: Path, method: str) -> None:
