@@ -61,19 +61,28 @@ def test_bucketed_batches_train(tmp_path, tiny_qwen3_path):
     assert run_job(config).status == "ok"
 
 
-def test_under_accelerate_each_rank_trains_and_only_rank_0_writes_events(tmp_path, monkeypatch):
-    from localqwen.plugin_api import events as ev
-    from localqwen.training.event_log import EventLog, is_main_process
+def test_under_accelerate_each_rank_trains_and_only_rank_0_speaks(tmp_path, monkeypatch, tiny_qwen3_path):
+    import os
+    import subprocess
+
+    from localqwen.training.config import save_job_config
     from localqwen.training.launch import under_distributed_launcher
 
     monkeypatch.delenv("LOCAL_RANK", raising=False)
-    monkeypatch.delenv("RANK", raising=False)
-    assert not under_distributed_launcher() and is_main_process()
-    monkeypatch.setenv("LOCAL_RANK", "1")  # what `accelerate launch` gives each worker
-    monkeypatch.setenv("RANK", "1")
-    assert under_distributed_launcher() and not is_main_process()
-    seen = []
-    log = EventLog(tmp_path / "progress.jsonl", seen.append, enabled=is_main_process())
-    log(ev.Log(message="rank 1 speaks"))
-    log.close()
-    assert seen == [] and not (tmp_path / "progress.jsonl").exists()
+    assert not under_distributed_launcher()
+    monkeypatch.setenv("LOCAL_RANK", "1")  # what `accelerate launch` gives each worker: train, don't relaunch
+    assert under_distributed_launcher()
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"},
+                                                     {"role": "assistant", "content": str(i)}]}) + "\n" for i in range(8)))
+    config = parse_job_config({"output_dir": str(tmp_path / "out"), "model": {"path": str(tiny_qwen3_path)},
+                               "data": {"train": str(data)}, "method": {"name": "lora"},
+                               "training": {"max_steps": 1, "batch_size": 4}, "tracking": {"swanlab": "off"}})
+    config_file = save_job_config(config, tmp_path / "job.toml")
+    # A rank other than 0 (RANK=1; no LOCAL_RANK here, so no process group is formed) trains silently.
+    env = {key: value for key, value in os.environ.items() if key != "LOCAL_RANK"} | {"RANK": "1"}
+    ran = subprocess.run([sys.executable, "-m", "localqwen.cli.main", "train", str(config_file), "--json"],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    assert ran.stdout == "" and not config.progress_log.exists()
