@@ -219,11 +219,6 @@ def save_job_config(config: JobConfig, path: str | Path) -> Path:
 
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     else:
-        text = dumps_toml(data)
+        text = toml_writer.dumps_toml(data, inline=("options",))  # options = {r = 8} stays on one line
     atomic_write_text(path, text)
     return path
-
-
-def dumps_toml(data: dict[str, Any]) -> str:
-    """A job config dict as TOML, with method and source options kept inline (``options = {r = 8}``)."""
-    return toml_writer.dumps_toml(data, inline=("options",))

@@ -78,7 +78,7 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
     from transformers import set_seed
 
     from localqwen.training.collator import ChatCollator
-    from localqwen.training.methods import apply_method
+    from localqwen.training.methods import apply_method, loads_in_4bit
     from localqwen.training.modeling import load_model_and_processor
 
     t = config.training
@@ -88,7 +88,7 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
     emit(ev.Step(step="load", title=f"Loading {model_ref}"))
     model, processor, is_vision = load_model_and_processor(
         model_ref, task=config.model.task, precision=t.precision,
-        quantize_4bit=config.method.name == "qlora", trust_remote_code=config.model.trust_remote_code,
+        quantize_4bit=loads_in_4bit(config.method.name), trust_remote_code=config.model.trust_remote_code,
     )
     collator = ChatCollator(processor, max_length=t.max_length, pack=t.batching == "pack")
     if t.batching == "pack" and t.objective == "dpo":

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from localqwen.training.config import JobConfig, config_to_dict, dumps_toml
+from localqwen.training.config import JobConfig, save_job_config
 from localqwen.training.data_sources import DataSources
 from localqwen.training.event_log import EventLog, EventSink, is_main_process, read_progress
 from localqwen.training.job_build import build_job
@@ -52,11 +52,10 @@ def run_job(config: JobConfig, *, resume: bool = False, echo: EventSink | None =
 def _job(config: JobConfig, resume: bool, checkpoint: Any, chart: LossChart, stop: StopFlag,
          data_sources: DataSources | None) -> Iterator[ev.Done]:
     # The Trainer reports through callbacks into ``chart``; this stream yields only the ending.
-    from localqwen.atomic import atomic_write_text
     from localqwen.training.tracking import finish_swanlab
 
     output = config.output_path
-    atomic_write_text(output / "job.toml", dumps_toml(config_to_dict(config)))
+    save_job_config(config, output / "job.toml")
     if resume and checkpoint is None:
         chart(ev.Warning(message=f"nothing to resume in {output}: starting from the beginning"))
     parts = build_job(config, chart, stop, data_sources=data_sources)
