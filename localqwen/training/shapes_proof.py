@@ -107,7 +107,7 @@ def teach_style_with_lora(root: Path, trained: Path, sizes: ProofSizes) -> dict[
     before = evaluate(*_load(trained), held, metric=_exact, max_new_tokens=24, batch_size=50).metrics["exact_match"]
     _job(root / "lora", trained, train, None, "lora",
          {"epochs": sizes.style_epochs, "batch_size": 16, "learning_rate": 5e-3, "seed": sizes.seed},
-         {"r": 16, "alpha": 32, "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]})
+         {"r": 16, "alpha": 32, "include_mlp": True})  # attention and MLP projections
     after = evaluate(*_load(trained, root / "lora" / "final"), held, max_new_tokens=24, batch_size=50)
     return {"exact_match_before": before, "exact_match": after.metrics["exact_match"],
             "seconds": time.monotonic() - start, "examples": list(zip(after.predictions[:3], after.references[:3], strict=True))}
