@@ -126,7 +126,8 @@ KILL_SCRIPT = textwrap.dedent("""
     from localqwen.app import Workbench
     from localqwen.retrieval.knowledge_base import KnowledgeBase, KnowledgeBaseManager
     moment, name, folder = sys.argv[1:4]
-    kb = kb_manager().get(name)
+    services = Workbench.create().services  # as rag_helpers.kb_manager builds it (not importable here)
+    kb = KnowledgeBaseManager(services.database, services.paths.data_dir / "retrieval", device=services.device).get(name)
     if moment == "after-lance-commit":
         # Die at the worst moment: LanceDB has the new rows, SQLite does not know yet.
         def die(self, version, conn=None):
