@@ -27,10 +27,13 @@ PROMPT = [{"role": "user", "content": "Tell me a long story about a lighthouse k
 
 
 def _engine(folder: Path):
+    from localqwen.app import Workbench
     from localqwen.runtime.engine import load_engine
     from localqwen.testing.tiny_models import build_tiny_qwen3
 
-    return load_engine(build_tiny_qwen3(folder / "tiny"), backend="transformers")
+    services = Workbench.create().services
+    return load_engine(build_tiny_qwen3(folder / "tiny"), models=services.models, device=services.device,
+                       runtime=services.config.runtime, backend="transformers")
 
 
 def _settings():
@@ -47,21 +50,28 @@ def headless_rate(engine) -> tuple[float, int]:
     return tokens / (time.perf_counter() - start), tokens
 
 
-def tui_chat_rate(engine) -> float:
+def _chat_bench(engine):
+    """A workbench whose plain chat plugin answers with ``engine``, up to MAX_TOKENS tokens."""
     from localqwen.app import Workbench
+
+    bench = Workbench.create()
+    bench.paths.ensure()
+    bench.set_config("plugins.chat", "max_new_tokens", MAX_TOKENS)
+    bench.services.engine = lambda model=None, **kwargs: engine  # the engine built once in main()
+    return bench
+
+
+def tui_chat_rate(engine) -> float:
     from localqwen.tui.app import LocalQwenApp
 
-    app = LocalQwenApp(Workbench.create())
-    app.chat._engine_factory = lambda task: engine
-    settings = _settings()
+    app = LocalQwenApp(_chat_bench(engine))
 
     async def scenario() -> float:
         async with app.run_test(size=(120, 40)) as pilot:
-            app.switch_mode("chat")
-            await pilot.pause()
+            app.open_chat("chat")
+            while getattr(app.screen, "plugin_id", None) != "chat":
+                await pilot.pause(0.05)
             screen = app.screen
-            original = app.chat.send
-            app.chat.send = lambda *a, **k: original(*a, **{**k, "settings": settings})
             await screen.action_new_session()  # an empty conversation each run, like the headless one
             await pilot.pause()
             screen.query_one("#chat-input").value = PROMPT[0]["content"]
@@ -76,16 +86,12 @@ def tui_chat_rate(engine) -> float:
 
 
 def web_chat_rate(engine) -> float:
-    from localqwen.app import Workbench
     from localqwen.web.app import build_web_app
 
-    web = build_web_app(Workbench.create())
-    web.chat.controller._engine_factory = lambda task: engine
-    original = web.chat.controller.send
-    web.chat.controller.send = lambda *a, **k: original(*a, **{**k, "settings": _settings()})
-    session = web.chat.controller.history.create_session()
+    web = build_web_app(_chat_bench(engine))
+    session = web.bench.conversations.new_session("chat")
     start = time.perf_counter()
-    for _ in web.chat.send({"text": PROMPT[0]["content"], "files": []}, session):
+    for _ in web.chat.send({"text": PROMPT[0]["content"], "files": []}, "chat", session):
         pass
     return engine.last_result.completion_tokens / (time.perf_counter() - start)
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from localqwen.i18n import t
-from localqwen.vocabulary.cancel import CancelToken
 from localqwen.vocabulary import events as ev
+from localqwen.vocabulary.cancel import CancelToken
 
 if TYPE_CHECKING:
     from localqwen.services import Services
@@ -130,3 +130,13 @@ def download_events(services: Services, model_id: str, cancel: CancelToken) -> I
             yield ev.Done(summary=t("models.downloaded", model=model_id), result={"path": str(path)})
             return
         yield item
+
+
+def model_targets(plugins: list[Any]) -> list[tuple[str, str]]:
+    """(plugin id, title) for the "which model each plugin uses" pickers, the plain chat first.
+
+    The chat model is the ``chat`` plugin's own ``[plugins.chat] model`` setting, like any plugin's."""
+    from localqwen.conversations import DEFAULT_CHAT_PLUGIN
+
+    ordered = sorted(plugins, key=lambda plugin: plugin.id != DEFAULT_CHAT_PLUGIN)  # stable: others keep their order
+    return [(plugin.id, plugin.title) for plugin in ordered]

@@ -100,3 +100,94 @@ def test_config_edit_creates_a_documented_file(isolated_home, monkeypatch):
     assert result.exit_code == 0, result.output
     text = (isolated_home / "config" / "config.toml").read_text()
     assert "[runtime]" in text and "# Never touch the network" in text
+
+
+# -- localqwen plugins / localqwen chat ----------------------------------------------------------
+def test_plugins_says_which_plugins_chat(test_plugins):
+    rows = {row["id"]: row for row in json.loads(runner.invoke(app, ["plugins", "--json"]).output)}
+    assert rows["parrot"]["chat"] is True and rows["parrot"]["actions"] == []
+    assert rows["chat"]["chat"] is True and rows["testplug"]["chat"] is False
+    result = runner.invoke(app, ["plugins"], env={"COLUMNS": "200"})
+    lines = {line.split("│")[1].strip(): line for line in result.output.splitlines() if line.count("│") > 3}
+    assert "✓" in lines["parrot"] and "✓" not in lines["testplug"]
+
+
+def test_chat_repl_renders_a_plugin_chat_and_its_commands(test_plugins):
+    """The ~40-line test chat plugin in the terminal: no CLI code of its own."""
+    lines = "hello there\n/sessions\n/regenerate\n/image /no/such.png\n/plugin testplug\n/frobnicate\n/exit\n"
+    result = runner.invoke(app, ["chat", "--plugin", "parrot"], input=lines)
+    assert result.exit_code == 0, result.output
+    out = result.output
+    assert "Parrot · session 1" in out
+    assert "▶ Listening\n  │ Turn 1: 2 words heard.\n✓ Listening (0.01s)" in out
+    assert "tool lookup({'query': 'hello there'}) -> 0 earlier messages" in out
+    assert "Polly says: hello there" in out and "Turn 2: 2 words heard." in out  # regenerated
+    assert "*    1  hello there  (2 messages)" in out
+    assert "no image at /no/such.png" in out and "offers no chat" in out and "unknown command" in out
+    # A new run goes on with the latest session and shows its history first; --new starts another.
+    result = runner.invoke(app, ["chat", "--plugin", "parrot"], input="")
+    assert result.exit_code == 0 and "Polly says: hello there" in result.output
+    result = runner.invoke(app, ["chat", "--plugin", "parrot", "--new", "--json"], input="count 3\n")
+    events = [json.loads(line) for line in result.stdout.splitlines()]
+    assert events[0] == {"kind": "session", "plugin": "parrot", "session": 2}
+    assert "".join(e["text"] for e in events if e["kind"] == "text" and e["step"] is None) == "1 2 3"
+    assert events[-1]["kind"] == "done" and events[-1]["status"] == "ok" and events[-1]["summary"] == "turn 1"
+    assert runner.invoke(app, ["chat", "--plugin", "testplug"]).exit_code == 2
+    result = runner.invoke(app, ["chat", "--plugin", "parrot", "--session", "99"])
+    assert result.exit_code == 2 and "no chat session 99" in result.output
+
+
+def test_chat_repl_ctrl_c_stops_the_answer_then_leaves(test_plugins):
+    """A real process on stdin: Ctrl-C stops the answer (kept in part), a second Ctrl-C leaves."""
+    proc = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "chat", "--plugin", "parrot", "--json"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=os.environ.copy())
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def next_event() -> dict:
+        line = proc.stdout.readline()
+        assert line, proc.stderr.read() if proc.stderr else ""
+        return json.loads(line)
+
+    try:
+        session = next_event()["session"]
+        proc.stdin.write("count 1000\n")
+        proc.stdin.flush()
+        while next_event().get("text") != " 3":
+            pass
+        proc.send_signal(signal.SIGINT)
+        event = next_event()
+        while event["kind"] != "done":
+            event = next_event()
+        assert event["status"] == "cancelled"
+        proc.stdin.write("count 2\n")  # still chatting after the stop
+        proc.stdin.flush()
+        event = next_event()
+        while event["kind"] != "done":
+            event = next_event()
+        assert event["status"] == "ok"
+        proc.send_signal(signal.SIGINT)  # at the prompt: leave
+        proc.wait(timeout=30)
+        assert proc.returncode == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    result = runner.invoke(app, ["chat", "--plugin", "parrot", "--session", str(session), "--json"], input="")
+    stored = [json.loads(line) for line in result.stdout.splitlines() if '"message"' in line]
+    partial = next(e["text"] for e in stored[1]["events"] if e["kind"] == "text" and e["step"] is None)
+    assert partial.startswith("1 2 3") and len(partial.split()) < 1000
+
+
+def test_chat_repl_with_the_tiny_qwen3(tiny_qwen3_path, isolated_home):
+    """The plain model chat plugin, on a real (tiny) model, in the terminal."""
+    config = isolated_home / "config" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text(f'[plugins.chat]\nmodel = "{tiny_qwen3_path}"\nmax_new_tokens = 8\n', encoding="utf-8")
+    result = runner.invoke(app, ["chat", "--json"], input="Hello there\n")
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines()]  # (stderr: the weights' loading bar)
+    assert events[0]["plugin"] == "chat"
+    done = events[-1]
+    assert done["kind"] == "done" and done["status"] == "ok", events
+    assert 0 < done["result"]["completion_tokens"] <= 8
+    assert any(e["kind"] == "text" for e in events)

@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("services", ("localqwen/services.py",)),
     ("plugin_api", ("localqwen/plugin_api/",)),
     ("plugins", ("plugins/",)),
-    ("app", ("localqwen/app.py", "localqwen/chat_session.py", "localqwen/conversations.py", "localqwen/runtime_info.py",
+    ("app", ("localqwen/app.py", "localqwen/chat_replay.py", "localqwen/conversations.py", "localqwen/runtime_info.py",
              "localqwen/frontend_hooks.py")),
     ("frontends", ("localqwen/cli/", "localqwen/tui/", "localqwen/web/", "localqwen/server/")),
 ]

@@ -7,6 +7,8 @@ from typing import Any
 
 from localqwen.plugin_api import events as ev
 
+STEP_TEXT_PREFIX = "  │ "
+
 
 class EventPrinter:
     def __init__(self, as_json: bool = False) -> None:
@@ -18,6 +20,7 @@ class EventPrinter:
         self._progress: Any = None
         self._bars: dict[str, Any] = {}
         self._text_open = False
+        self._text_step: str | None = None
 
     def __call__(self, event: Any) -> None:
         if self.as_json:
@@ -29,15 +32,14 @@ class EventPrinter:
             return
         if isinstance(event, ev.TextDelta):
             self._stop_progress_if_done()
-            sys.stdout.write(event.text)
-            sys.stdout.flush()
-            self._text_open = not event.text.endswith("\n")
+            self._write_text(event)
             return
         self._end_text()
         if isinstance(event, ev.Step):
             timing = f" ({event.elapsed_s:.2f}s)" if event.elapsed_s is not None else ""
             mark = {"started": "▶", "finished": "✓", "failed": "✗"}[event.status]
-            self.out.print(f"[bold cyan]{mark} {event.title}[/]{timing} {event.detail}")
+            detail = f" {event.detail}" if event.detail else ""
+            self.out.print(f"[bold cyan]{mark} {event.title}[/]{timing}{detail}")
         elif isinstance(event, ev.Table):
             from rich.table import Table
 
@@ -83,6 +85,21 @@ class EventPrinter:
     def _stop_progress_if_done(self) -> None:
         if self._progress is not None and all(task.finished for task in self._progress.tasks):
             self.close()
+
+    def _write_text(self, event: ev.TextDelta) -> None:
+        """Stream text as it comes; a step panel's text is indented under its step's title."""
+        if event.step != self._text_step:
+            self._end_text()
+            self._text_step = event.step
+        prefix = STEP_TEXT_PREFIX if event.step is not None else ""
+        for index, line in enumerate(event.text.split("\n")):
+            if index:
+                sys.stdout.write("\n")
+                self._text_open = False
+            if line:
+                sys.stdout.write(line if self._text_open else prefix + line)
+                self._text_open = True
+        sys.stdout.flush()
 
     def _end_text(self) -> None:
         if self._text_open:

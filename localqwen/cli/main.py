@@ -17,6 +17,7 @@ from typer.core import TyperGroup
 COMMAND_MODULES = [
     "localqwen.cli.plugins_cmd",
     "localqwen.cli.run_cmd",
+    "localqwen.cli.chat_cmd",
     "localqwen.cli.config_cmd",
     "localqwen.cli.tui_cmd",
     "localqwen.cli.web_cmd",

@@ -15,7 +15,7 @@ def plugins(
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
     load: bool = typer.Option(True, "--load/--no-load", help="Import plugins to list their actions."),
 ) -> None:
-    """List plugins with their actions; broken plugins are shown with the reason."""
+    """List plugins with their actions and whether they chat; broken plugins are shown with the reason."""
     from localqwen.cli.common import workbench
 
     bench = workbench()
@@ -34,6 +34,7 @@ def plugins(
             "source": "built-in" if info.builtin else info.distribution,
             "status": "failed" if failure else ("loaded" if plugin else "not loaded"),
             "actions": [a.id for a in plugin.actions()] if plugin else [],
+            "chat": bool(plugin and plugin.chats),  # offers a chat (`localqwen chat --plugin ID`)
             "adds": extensions.added_by(info.name) if plugin and extensions else {},
             "error": failure.reason if failure else "",
         })
@@ -43,10 +44,11 @@ def plugins(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("plugin", "title", "source", "status", "actions", "adds")
+    table = Table("plugin", "title", "source", "status", "chat", "actions", "adds")
     for row in rows:
         status = f"[red]failed: {row['error']}[/red]" if row["error"] else row["status"]
         adds = "; ".join(f"{kind.replace('_', ' ')}: {', '.join(names)}" for kind, names in row["adds"].items())
-        table.add_row(row["id"], row["title"], row["source"], status, ", ".join(row["actions"]), adds)
+        table.add_row(row["id"], row["title"], row["source"], status, "✓" if row["chat"] else "",
+                      ", ".join(row["actions"]), adds)
     Console().print(table if rows else "No plugins installed.")
 

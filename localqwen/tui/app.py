@@ -21,7 +21,6 @@ from localqwen.plugin_api import Plugin
 from localqwen.tui.screens.base import BaseScreen, retranslate_bindings
 
 if TYPE_CHECKING:
-    from localqwen.chat_session import ChatController
     from localqwen.jobs import JobManager
 
 NAV_BINDINGS = [
@@ -61,7 +60,7 @@ class LocalQwenApp(App[None]):
         self.bench = bench or Workbench.create()
         set_language(self.bench.config.app.language)
         super().__init__()
-        self._chat: ChatController | None = None
+        self.chat_plugin: str | None = None  # the plugin the chat screen talks to (None: the first)
         self.retranslate_bindings()
         if self.bench.config.app.theme in self.available_themes:
             self.theme = self.bench.config.app.theme
@@ -69,14 +68,6 @@ class LocalQwenApp(App[None]):
     @property
     def jobs(self) -> JobManager:
         return self.bench.services.jobs
-
-    @property
-    def chat(self) -> ChatController:
-        if self._chat is None:
-            from localqwen.chat_session import ChatController  # imported when the chat is first used
-
-            self._chat = ChatController(self.bench.services)
-        return self._chat
 
     def on_mount(self) -> None:
         self.switch_mode("home")
@@ -121,6 +112,11 @@ class LocalQwenApp(App[None]):
             return
         self.switch_mode("home")
         self.push_screen(screen)
+
+    def open_chat(self, plugin_id: str) -> None:
+        """Show the chat screen talking to ``plugin_id`` (the screen picks it up when shown)."""
+        self.chat_plugin = plugin_id
+        self.switch_mode("chat")
 
     def open_job(self, job_id: str) -> None:
         from localqwen.tui.screens.jobs import JobScreen

@@ -18,12 +18,10 @@ from textual.widgets import Collapsible, DataTable, Label, Log, Markdown, Progre
 
 from localqwen.i18n import t
 from localqwen.plugin_api import events as ev
-from localqwen.vocabulary.events import format_eta
 from localqwen.tui.widgets.image_block import ImageBlock, file_link
+from localqwen.vocabulary.events import format_eta
 
 METRIC_POINTS = 200  # the sparkline shows the most recent points
-
-
 
 
 def progress_text(event: ev.Progress) -> str:
@@ -95,10 +93,14 @@ class MetricChart(Vertical):
 
 
 class EventView(VerticalScroll):
-    """Live output of one run. Keeps the plain text per step so tests and "copy" can read it."""
+    """Live output of one run. Keeps the plain text per step so tests and "copy" can read it.
 
-    def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, classes="event-view")
+    A chat message uses one as its body (``show_done=False``: the chat screen shows how the answer
+    ended in its status line, not under every message)."""
+
+    def __init__(self, *, id: str | None = None, classes: str = "", show_done: bool = True) -> None:
+        super().__init__(id=id, classes=f"event-view {classes}".strip())
+        self.show_done = show_done
         self.text: dict[str | None, str] = {}
         self.done: ev.Done | None = None
         self.errors: list[str] = []
@@ -233,6 +235,8 @@ class EventView(VerticalScroll):
             await stream.stop()
         self._streams.clear()
         self._markdown.clear()  # text after Done (a new run) starts a fresh block
+        if not self.show_done:
+            return
         timing = f" · {event.elapsed_s:.1f}s" if event.elapsed_s is not None else ""
         label = t(f"status.{event.status}")
         summary = f" — {event.summary}" if event.summary else ""

@@ -117,6 +117,8 @@ def build_web_app(bench: Workbench | None = None) -> WebApp:
             with gr.Tab(t("nav.home"), id="tab-home"):
                 gr.Markdown(home_markdown(bench, plugins), elem_id="home-plugins")
             for plugin in plugins:
+                if not plugin.actions() and plugin.chats and view_hook(plugin, "web") == (None, ""):
+                    continue  # a plugin that only chats lives in the chat tab
                 with gr.Tab(plugin.title, id=f"tab-{plugin.id}", elem_id=f"tab-{plugin.id}"):
                     _plugin_tab(web, plugin)
             with gr.Tab(t("nav.chat"), id="tab-chat"):

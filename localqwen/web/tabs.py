@@ -7,10 +7,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from localqwen.app import Workbench
-from localqwen.chat_session import CHAT_CONFIG_SECTION
-from localqwen.config_edit import set_config_value
 from localqwen.i18n import LANGUAGES, t
-from localqwen.runtime_info import RuntimeUnavailable, device_report, download_events, model_entries
+from localqwen.runtime_info import (
+    RuntimeUnavailable,
+    device_report,
+    download_events,
+    model_entries,
+    model_targets,
+)
 
 JOBS_REFRESH_S = 2.0
 
@@ -66,8 +70,7 @@ def models_tab(bench: Workbench, blocks: Any) -> None:
     refresh.click(reload, outputs=[device, problem_md, models, choice], api_name="models_refresh")
 
     gr.Markdown(f"### {t('models.per_plugin')}\n{t('models.per_plugin_help')}")
-    targets = [(CHAT_CONFIG_SECTION, t("nav.chat"))] + [(p.id, p.title) for p in bench.host.load_all()]
-    for section, title in targets:
+    for section, title in model_targets(bench.host.load_all()):
         current = bench.config.plugin_section(section).get("model") or ""
         options = sorted(set(model_ids) | ({current} if current else set()))
         with gr.Row():
@@ -83,10 +86,9 @@ def _save_model(bench: Workbench, section: str):
         if bench.config.plugin_section(section).get("model", "") == model:
             return ""
         try:
-            bench.config = set_config_value(bench.paths.config_file, f"plugins.{section}", "model", model)
+            bench.set_config(f"plugins.{section}", "model", model)
         except Exception as exc:
             return f"⚠️ {t('settings.save_failed', error=str(exc))}"
-        bench.services.config = bench.config
         return t("models.model_saved", target=section, model=model or t("models.default_model"))
 
     return save
@@ -179,10 +181,9 @@ def settings_tab(bench: Workbench) -> None:
         if value == bench.config.app.language:
             return ""
         try:
-            bench.config = set_config_value(bench.paths.config_file, "app", "language", value)
+            bench.set_config("app", "language", value)
         except Exception as exc:
             return f"⚠️ {t('settings.save_failed', error=str(exc))}"
-        bench.services.config = bench.config
         return t("settings.reload_web")
 
     language.change(save, inputs=[language], outputs=[saved], api_name="settings_language")

@@ -1,5 +1,5 @@
-"""Shared, UI-free pieces of the frontends: i18n catalog, config edits, chat history and the chat
-controller, plugin view hooks. (The job engine's tests are in tests/test_jobs.py.)"""
+"""Shared, UI-free pieces of the frontends: i18n catalog, config edits, the conversations every
+chat view calls, plugin view hooks. (The job engine's tests are in tests/test_jobs.py.)"""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ import pytest
 
 from localqwen import i18n
 from localqwen.app import Workbench
-from localqwen.storage.chat_store import ChatHistory
-from localqwen.chat_session import ChatController
 from localqwen.config import load_config
 from localqwen.config_edit import set_config_value
 from localqwen.plugin_api import events as ev
-from localqwen.storage.database import Database
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -77,84 +74,114 @@ def test_set_config_value_keeps_comments_and_validates(tmp_path):
     assert path.read_text(encoding="utf-8") == before
 
 
-# -- chat ----------------------------------------------------------------------------------------
-def test_chat_history_persists_sessions_and_messages(tmp_path):
-    database = Database(tmp_path / "chat.sqlite3")
-    history = ChatHistory(database)
-    first = history.create_session()
-    history.append(first, {"role": "user", "content": [{"type": "image", "image": "/x/cat.png"},
-                                                      {"type": "text", "text": "What is in this picture?"}]})
-    history.append(first, {"role": "assistant", "content": "A cat.",
-                           "tool_calls": [{"type": "function", "function": {"name": "zoom", "arguments": {"x": 1}}}]})
-    second = history.create_session(title="Named")
-    history.append(second, {"role": "user", "content": "hello"})
-    reopened = ChatHistory(Database(tmp_path / "chat.sqlite3"))
-    sessions = reopened.sessions()
-    assert [s.id for s in sessions] == [second, first]
-    assert sessions[1].title == "What is in this picture?" and sessions[0].title == "Named"
-    assert reopened.messages(first)[1]["tool_calls"][0]["function"]["name"] == "zoom"
-    reopened.truncate(first, 1)
-    assert len(reopened.messages(first)) == 1
-    reopened.delete_session(second)
-    assert [s.id for s in reopened.sessions()] == [first]
-    with pytest.raises(ValueError):
-        reopened.append(first, {"role": "wizard", "content": "x"})
+# -- chat (bench.conversations, what every chat view calls) ------------------------------------------
+def scripted_chat(monkeypatch, engine):
+    """A workbench whose plain chat plugin talks to ``engine`` (the real chat plugin, a scripted engine)."""
+    bench = Workbench.create()
+    seen = []
+
+    def engine_for(model=None, **kwargs):
+        seen.append(kwargs.get("task"))
+        return engine
+
+    monkeypatch.setattr(bench.services, "engine", engine_for)
+    return bench, seen
 
 
-def test_chat_controller_streams_saves_regenerates_and_stops(tmp_path):
+def test_plain_chat_streams_saves_regenerates_and_stops(tmp_path, monkeypatch):
+    from lqf_showcase.plugin import write_png
     from scripted_engine import ScriptedEngine
 
     from localqwen.plugin_api import CancelToken
     from localqwen.runtime.engine.base import ToolCall
 
-    bench = Workbench.create()
     engine = ScriptedEngine("It is a red square.", tool_calls=[ToolCall("measure", {"shape": "square"})])
-    chat = ChatController(bench.services, engine_factory=lambda task: engine)
-    session = chat.history.create_session()
-    image = tmp_path / "square.png"
-    from lqf_showcase.plugin import write_png
-
-    write_png(image)
-    events = list(chat.send(session, "What is this?", [image]))
+    bench, tasks = scripted_chat(monkeypatch, engine)
+    chat = bench.conversations
+    session = chat.new_session("chat")
+    image = write_png(tmp_path / "square.png")
+    events = list(chat.send("chat", session, "What is this?", [image]))
     assert "".join(e.text for e in events if isinstance(e, ev.TextDelta)) == "It is a red square."
     assert [e.name for e in events if isinstance(e, ev.ToolCall)] == ["measure"]
     assert events[-1].status == "ok" and events[-1].result["completion_tokens"] == 5
-    saved = chat.history.messages(session)
-    stored_image = saved[0]["content"][0]["image"]
-    assert Path(stored_image).parent == bench.paths.uploads_dir / "chat" / str(session)
-    assert saved[1]["tool_calls"][0]["function"] == {"name": "measure", "arguments": {"shape": "square"}}
+    assert tasks == ["vision"]  # an image in the history asks for a model that sees
+    entries = chat.entries("chat", session)
+    stored_image = entries[0].message["content"][0]["image"]
+    assert Path(stored_image).parent == bench.paths.uploads_dir / "chat" / str(session)  # a copy, in uploads
+    assert Path(stored_image).read_bytes() == image.read_bytes()
+    assert entries[1].message["tool_calls"][0]["function"] == {"name": "measure", "arguments": {"shape": "square"}}
+    assert [item["kind"] for item in entries[1].display] == ["tool_call"]  # shown again on reload
     # Regenerate replaces the answer instead of adding a second one.
-    list(chat.regenerate(session))
-    assert [m["role"] for m in chat.history.messages(session)] == ["user", "assistant"]
+    list(chat.regenerate("chat", session))
+    assert [e.message["role"] for e in chat.entries("chat", session)] == ["user", "assistant"]
     # Stop keeps the part already said.
-    slow = ScriptedEngine("one two three four five six seven eight", delay=0.05)
-    chat = ChatController(bench.services, engine_factory=lambda task: slow)
+    bench2, _ = scripted_chat(monkeypatch, ScriptedEngine("one two three four five six seven eight", delay=0.05))
     token = CancelToken()
-    stream = chat.send(session, "count", cancel=token)
     collected = []
-    for event in stream:
+    for event in bench2.conversations.send("chat", session, "count", cancel=token):
         collected.append(event)
         if len(collected) == 2:
             token.cancel("stop")
     assert collected[-1].status == "cancelled"
-    assert chat.history.messages(session)[-1]["content"] in ("one two", "one two three")
+    assert bench2.conversations.entries("chat", session)[-1].message["content"] in ("one two", "one two three")
+    # Bad input is refused before anything is stored.
+    before = len(chat.entries("chat", session))
     with pytest.raises(ValueError):
-        chat.send(session, "   ")
+        chat.send("chat", session, "   ")
+    (tmp_path / "notes.txt").write_text("x")
     with pytest.raises(ValueError, match="Images"):
-        chat.send(session, "x", [tmp_path / "notes.txt"]) if (tmp_path / "notes.txt").write_text("x") else None
+        chat.send("chat", session, "x", [tmp_path / "notes.txt"])
+    assert len(chat.entries("chat", session)) == before
 
 
-def test_chat_without_a_runtime_engine_says_why():
+def test_chat_without_an_engine_says_why(monkeypatch):
     bench = Workbench.create()
 
-    def no_engine(task):
+    def no_engine(model=None, **kwargs):
         raise RuntimeError("no model downloaded")
 
-    chat = ChatController(bench.services, engine_factory=no_engine)
-    session = chat.history.create_session()
-    events = list(chat.send(session, "hello"))
+    monkeypatch.setattr(bench.services, "engine", no_engine)
+    session = bench.conversations.new_session("chat")
+    events = list(bench.conversations.send("chat", session, "hello"))
     assert isinstance(events[0], ev.Error) and "no model downloaded" in events[0].message
+    assert "Models screen" in events[0].message
     assert events[-1].status == "failed"
+    # The error is kept with the (empty) answer, so the reopened chat shows it too.
+    from localqwen.chat_replay import message_events
+
+    shown = message_events(bench.conversations.entries("chat", session)[-1])
+    assert isinstance(shown[0], ev.Error) and "no model downloaded" in shown[0].message
+
+
+def test_a_session_of_another_plugin_is_refused(frontend_plugins):
+    bench = Workbench.create()
+    chat = bench.conversations
+    parrots = chat.new_session("parrot")
+    with pytest.raises(KeyError, match="no chat session"):
+        chat.send("chat", parrots, "hello")
+    with pytest.raises(KeyError):
+        chat.entries("chat", parrots)
+    assert parrots not in [info.id for info in chat.sessions("chat")]
+    with pytest.raises(ValueError, match="offers no chat"):
+        chat.new_session("testplug")
+
+
+def test_stored_messages_replay_as_the_events_shown_live(frontend_plugins):
+    """What the views render on reload: image parts, the display events around the answer's text."""
+    from localqwen.chat_replay import message_events
+
+    bench = Workbench.create()
+    chat = bench.conversations
+    session = chat.new_session("parrot")
+    live = [e for e in chat.send("parrot", session, "hello there") if not isinstance(e, ev.Done)]
+    question, answer = chat.entries("parrot", session)
+    assert message_events(question) == [ev.TextDelta(text="hello there")]
+    replayed = message_events(answer)
+    # The step's streamed text is kept with its panel; the answer's text comes after the blocks.
+    assert [type(e).__name__ for e in replayed] == ["Step", "TextDelta", "Step", "ToolCall", "TextDelta"]
+    assert replayed[1] == ev.TextDelta(text="Turn 1: 2 words heard.", step="listen")
+    assert replayed[-1].text == "".join(e.text for e in live if isinstance(e, ev.TextDelta) and e.step is None)
+    assert chat.store("parrot").metadata(session) == {"turns": 1}
 
 
 def test_plugin_view_hooks(frontend_plugins):
@@ -181,20 +208,17 @@ def test_download_job_for_a_bundled_model(frontend_plugins):
     assert Path(job.events[-1].result["path"]).exists()
 
 
-def test_chat_with_the_tiny_qwen3_through_services_engine(tiny_qwen3_path):
-    """The chat's default engine: services.engine with the model from [plugins.chat]."""
+def test_chat_with_the_tiny_qwen3_through_the_chat_plugin(tiny_qwen3_path):
+    """The plain chat plugin's engine: services.engine with the model set under [plugins.chat]."""
     bench = Workbench.create()
     bench.paths.ensure()
-    bench.config = set_config_value(bench.paths.config_file, "plugins.chat", "model", str(tiny_qwen3_path))
-    bench.services.config = bench.config
-    from localqwen.runtime.engine import GenerationSettings
-
-    chat = ChatController(bench.services)
-    session = chat.history.create_session()
-    events = list(chat.send(session, "Hello there", settings=GenerationSettings(max_new_tokens=12)))
+    bench.set_config("plugins.chat", "model", str(tiny_qwen3_path))
+    bench.set_config("plugins.chat", "max_new_tokens", 12)
+    session = bench.conversations.new_session("chat")
+    events = list(bench.conversations.send("chat", session, "Hello there"))
     assert events[-1].status == "ok", events
     streamed = "".join(e.text for e in events if isinstance(e, ev.TextDelta))
-    saved = chat.history.messages(session)[-1]
+    saved = bench.conversations.entries("chat", session)[-1].message
     engine = bench.services.engine(str(tiny_qwen3_path))  # the cached engine the chat used
     assert saved == {"role": "assistant", "content": engine.last_result.text}
     assert streamed and 0 < events[-1].result["completion_tokens"] <= 12

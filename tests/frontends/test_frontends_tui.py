@@ -14,6 +14,7 @@ from localqwen.plugin_api import events as ev
 from localqwen.tui.app import LocalQwenApp
 from localqwen.tui.event_view import EventView
 from localqwen.tui.screens.action import ActionScreen
+from localqwen.tui.widgets.chat_message import ChatMessage
 from localqwen.tui.widgets.image_block import ImageBlock
 from localqwen.tui.widgets.slider import Slider
 
@@ -67,6 +68,8 @@ async def test_home_lists_plugins_and_failures(app):
 async def test_fill_form_run_and_see_streamed_output(app):
     async with app.run_test(size=SIZE) as pilot:
         await home_ready(pilot, app)
+        app.screen.query_one("#action-testplug-echo").scroll_visible(animate=False)  # below the other cards
+        await pilot.pause()
         await pilot.click("#action-testplug-echo")
         await pilot.pause()
         screen = app.screen
@@ -189,51 +192,116 @@ async def test_bespoke_view_and_command_palette(app):
         assert "Test plugin › Echo" in commands and "Chat" in commands
 
 
+async def chat_ready(pilot, app, plugin_id: str) -> None:
+    """The chat screen has loaded the plugins that chat and opened ``plugin_id``'s latest session."""
+    await wait_for(pilot, lambda: getattr(app.screen, "plugin_id", None) == plugin_id
+                   and app.screen.session_id is not None)
+    await pilot.pause(0.1)
+
+
+async def pick_chat_plugin(pilot, app, plugin_id: str) -> None:
+    await wait_for(pilot, lambda: getattr(app.screen, "plugins", None) is not None)
+    app.screen.query_one("#chat-plugin", Select).value = plugin_id
+    await chat_ready(pilot, app, plugin_id)
+
+
 @async_test
-async def test_chat_streams_and_keeps_history(app, monkeypatch):
+async def test_chat_renders_a_plugin_chat_with_no_frontend_code(app, tmp_path):
+    """The ~40-line test plugin (tests/support/lq_chat_plugin.py): picked, streamed, shown again."""
+    from lqf_showcase.plugin import write_png
+
+    conversations = app.bench.conversations
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("f2")
+        await chat_ready(pilot, app, "chat")  # the plain model chat comes first
+        screen = app.screen
+        chatting = [plugin.id for plugin in screen.plugins]
+        assert chatting[0] == "chat" and "parrot" in chatting and "testplug" not in chatting
+        await pick_chat_plugin(pilot, app, "parrot")
+        await pilot.click("#chat-input")
+        await pilot.press(*"hello there", "enter")
+        await wait_for(pilot, lambda: not screen.busy and len(screen.query(".chat-message")) == 2)
+        answer = screen.query(ChatMessage).last()
+        assert answer.speaker == "Parrot" and answer.done.status == "ok"
+        assert answer.text == "Polly says: hello there"
+        steps = answer.query(".step-panel").results(Collapsible)
+        assert [c.title for c in steps] == ["✓ Listening (0.01s)"]
+        assert answer.body.text["listen"] == "Turn 1: 2 words heard."
+        assert [c.title for c in answer.query(".tool-call").results(Collapsible)] == ["Tool call: lookup"]
+        assert "0 earlier messages" in str(answer.query_one(".tool-call Contents Static").render())
+        assert "done" in str(screen.query_one("#chat-status").render())
+        session = screen.session_id
+        assert conversations.store("parrot").metadata(session) == {"turns": 1}
+        # An image goes with the next message: shown in the question and in the answer (an Image event).
+        picture = write_png(tmp_path / "square.png")
+        screen.query_one("#chat-image").value = str(picture)
+        screen.query_one("#chat-input", Input).value = "and this?"
+        await pilot.click("#chat-send")
+        await wait_for(pilot, lambda: not screen.busy and len(screen.query(".chat-message")) == 4)
+        question, answer = list(screen.query(ChatMessage))[-2:]
+        assert question.query(ImageBlock) and answer.query(ImageBlock)
+        assert answer.body.text["listen"].startswith("Turn 2")
+        # Regenerate answers the last question again instead of adding a second answer.
+        await pilot.click("#chat-regenerate")
+        await wait_for(pilot, lambda: not screen.busy and conversations.store("parrot").metadata(session) == {"turns": 3})
+        assert len(conversations.entries("parrot", session)) == 4
+        await pilot.click("#chat-copy")
+        assert app.clipboard == "Polly says: and this?"
+    # A restart opened on this plugin shows the history again, step panels and tool calls included.
+    again = LocalQwenApp(Workbench.create())
+    async with again.run_test(size=SIZE) as pilot:
+        again.open_chat("parrot")
+        await chat_ready(pilot, again, "parrot")
+        assert again.screen.session_id == session
+        await wait_for(pilot, lambda: len(again.screen.query(ChatMessage)) == 4
+                       and again.screen.query(ChatMessage).last().done is not None)
+        messages = list(again.screen.query(ChatMessage))
+        assert [m.role for m in messages] == ["user", "assistant", "user", "assistant"]
+        assert [c.title for c in messages[1].query(".step-panel").results(Collapsible)] == ["✓ Listening (0.01s)"]
+        assert messages[1].query(".tool-call") and messages[3].query(ImageBlock)
+        assert messages[3].text == "Polly says: and this?"
+
+
+@async_test
+async def test_chat_stop_keeps_the_partial_answer(app):
+    async with app.run_test(size=SIZE) as pilot:
+        app.open_chat("parrot")
+        await chat_ready(pilot, app, "parrot")
+        screen = app.screen
+        screen.query_one("#chat-input", Input).value = "count 500"
+        await pilot.click("#chat-send")
+        await wait_for(pilot, lambda: len(screen.query(ChatMessage).last().text) > 10)
+        await pilot.click("#chat-stop")
+        await wait_for(pilot, lambda: not screen.busy)
+        assert screen.query(ChatMessage).last().done.status == "cancelled"
+        saved = app.bench.conversations.entries("parrot", screen.session_id)[-1].message["content"]
+        assert saved.startswith("1 2 3") and 3 < len(saved.split()) < 500
+        assert "cancelled" in str(screen.query_one("#chat-status").render())
+
+
+@async_test
+async def test_home_opens_a_plugin_chat_and_the_plain_chat_streams(app, monkeypatch):
     from scripted_engine import ScriptedEngine
 
     from localqwen.runtime.engine.base import ToolCall
 
     engine = ScriptedEngine("The answer is 42.", tool_calls=[ToolCall("calculator", {"x": 6, "y": 7})])
-    app.chat._engine_factory = lambda task: engine
+    monkeypatch.setattr(app.bench.services, "engine", lambda model=None, **kwargs: engine)
     async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("f2")
-        await pilot.pause()
+        await home_ready(pilot, app)
+        await pilot.click("#chat-parrot")
+        await chat_ready(pilot, app, "parrot")
+        await pick_chat_plugin(pilot, app, "chat")
         await pilot.click("#chat-input")
         await pilot.press(*"What is six times seven?", "enter")
         screen = app.screen
         await wait_for(pilot, lambda: not screen.busy and len(screen.query(".chat-message")) == 2)
+        assert screen.query(ChatMessage).last().text == "The answer is 42."
         assert len(screen.query(".tool-call")) == 1
-        messages = app.chat.history.messages(screen.session_id)
-        assert messages[-1]["content"] == "The answer is 42."
-        await pilot.click("#chat-regenerate")
-        await wait_for(pilot, lambda: not screen.busy and len(app.chat.history.messages(screen.session_id)) == 2)
-        await pilot.click("#chat-copy")
-        assert app.clipboard == "The answer is 42."
-    # A restart shows the last session again.
-    again = LocalQwenApp(Workbench.create())
-    async with again.run_test(size=SIZE) as pilot:
-        again.switch_mode("chat")
-        await pilot.pause()
-        assert len(again.screen.query(".chat-message")) == 2
-
-
-@async_test
-async def test_chat_stop(app):
-    from scripted_engine import ScriptedEngine
-
-    app.chat._engine_factory = lambda task: ScriptedEngine(" ".join(["word"] * 200), delay=0.02)
-    async with app.run_test(size=SIZE) as pilot:
-        app.switch_mode("chat")
-        await pilot.pause()
-        app.screen.query_one("#chat-input", Input).value = "talk"
-        await pilot.click("#chat-send")
-        await pilot.pause(0.3)
-        await pilot.click("#chat-stop")
-        await wait_for(pilot, lambda: not app.screen.busy)
-        saved = app.chat.history.messages(app.screen.session_id)[-1]["content"]
-        assert 0 < len(saved.split()) < 200
+        assert "4 generated tokens" in str(screen.query_one("#chat-status").render())
+        saved = app.bench.conversations.entries("chat", screen.session_id)[-1].message
+        assert saved["content"] == "The answer is 42."
+        assert saved["tool_calls"][0]["function"] == {"name": "calculator", "arguments": {"x": 6, "y": 7}}
 
 
 @async_test

@@ -125,3 +125,28 @@ def test_main_screens_match_snapshots(snapshot_app):
         except pytest.fail.Exception as exc:
             failures.append(str(exc))
     assert not failures, failures
+
+
+def test_chat_screen_matches_snapshot(snapshot_app, monkeypatch):
+    """The chat screen talking to the test chat plugin: a step panel, a tool call, the answer."""
+    monkeypatch.setenv("LOCALQWEN_PLUGINS", "chat,parrot")
+
+    async def scenario() -> str:
+        shutil.rmtree(FIXED_HOME / "data", ignore_errors=True)  # each run starts with no chat history
+        app = snapshot_app()
+        async with app.run_test(size=SIZE) as pilot:
+            app.open_chat("parrot")
+            while getattr(app.screen, "plugin_id", None) != "parrot":
+                await pilot.pause(0.05)
+            screen = app.screen
+            screen.query_one("#chat-input").value = "hello there"
+            await screen.action_send()
+            while screen.busy:
+                await pilot.pause(0.05)
+            app.set_focus(None)
+            await pilot.pause(0.4)
+            return await stable_screenshot(app, pilot)
+
+    shot = asyncio.run(scenario())
+    assert _normalise(shot) == _normalise(asyncio.run(scenario())), "the chat screen is not deterministic"
+    check_snapshot("chat", shot)

@@ -20,7 +20,7 @@ from localqwen.web.server import WebConfigError, choose_port, parse_auth, plan_l
 ROOT = Path(__file__).resolve().parents[2]
 SUPPORT = Path(__file__).parent / "support"
 DOCS = ROOT / "docs" / "screenshots"
-ONLY = "testplug,showcase,broken_import,broken_register"
+ONLY = "testplug,showcase,broken_import,broken_register,chat,parrot"
 
 
 @pytest.fixture(scope="module")
@@ -130,32 +130,73 @@ def test_cancel_handler_stops_the_job(web):
     assert marker.read_text().endswith("cancelled")
 
 
-def test_chat_handlers(web):
+def test_chat_handlers_render_a_plugin_chat_with_no_frontend_code(web):
+    chat = web.chat
+    assert [value for _, value in chat.plugin_choices()] == ["chat", "parrot"]  # the plain chat first
+    assert "tab-parrot" not in str(web.blocks.get_config_file())  # a plugin that only chats has no form tab
+    sessions, shown, problem = chat.pick_plugin("parrot")
+    session = sessions["value"]
+    assert shown == [] and problem == "Repeats what you say after looking it up; for the chat-view tests."
+    frames = list(chat.send({"text": "hello", "files": []}, "parrot", session))
+    messages = frames[-1][0]
+    assert messages[0] == {"role": "user", "content": "hello"}
+    panel, tool, answer = messages[1:]
+    assert panel["metadata"]["title"] == "✅ Listening" and panel["metadata"]["duration"] == 0.01
+    assert panel["content"] == "Turn 1: 1 words heard."
+    assert tool["metadata"]["title"] == "🔧 Tool call: lookup" and "→ 0 earlier messages" in tool["content"]
+    assert answer == {"role": "assistant", "content": "Polly says: hello"}
+    assert frames[-1][2].startswith("done")
+    assert chat.conversations.store("parrot").metadata(session) == {"turns": 1}
+    # Reopened, the session shows the same blocks: step panel (with its text) and tool call included.
+    assert chat.show("parrot", session) == messages
+    assert len(list(chat.regenerate("parrot", session))[-1][0]) == 4
+    assert chat.conversations.store("parrot").metadata(session) == {"turns": 2}
+    # Stop keeps the part already said.
+    stopped = False
+    for frame in chat.send({"text": "count 500", "files": []}, "parrot", session):
+        if not stopped and "1 2 3" in str(frame[0][-1]["content"]):
+            stopped = chat.stop(session).startswith("⏹")
+    assert stopped
+    assert "cancelled" in frame[2]
+    saved = chat.conversations.entries("parrot", session)[-1].message["content"]
+    assert saved.startswith("1 2 3") and len(saved.split()) < 500
+    # Sessions belong to their plugin: the plain chat's picker never offers this one.
+    assert session not in [value for _, value in chat.session_choices("chat")]
+    frames = list(chat.send({"text": "hi", "files": []}, "chat", session))
+    assert "no chat session" in frames[-1][2]
+    assert chat.clear("parrot", session) == ([], "")
+    assert chat.conversations.entries("parrot", session) == []
+
+
+def test_chat_handlers_plain_chat_and_images(web, monkeypatch):
     from scripted_engine import ScriptedEngine
 
     from localqwen.runtime.engine.base import ToolCall
 
-    web.chat.controller._engine_factory = lambda task: ScriptedEngine(
-        "Hi there.", tool_calls=[ToolCall("search", {"q": "cats"})])
-    session_update, shown = web.chat.new_session()
+    engine = ScriptedEngine("Hi there.", tool_calls=[ToolCall("search", {"q": "cats"})])
+    monkeypatch.setattr(web.bench.services, "engine", lambda model=None, **kwargs: engine)
+    session_update, shown = web.chat.new_session("chat")
     session = session_update["value"]
-    frames = list(web.chat.send({"text": "hello", "files": []}, session))
+    frames = list(web.chat.send({"text": "hello", "files": []}, "chat", session))
     messages = frames[-1][0]
     assert messages[0] == {"role": "user", "content": "hello"}
     assert messages[1] == {"role": "assistant", "content": "Hi there."}
     assert messages[2]["metadata"]["title"].startswith("🔧 Tool call: search")
-    assert len(list(web.chat.regenerate(session))[-1][0]) == 3
-    assert web.chat.clear(session) == ([], "")
-    assert web.chat.controller.history.messages(session) == []
+    assert web.chat.show("chat", session)[1:] == [messages[2], messages[1]]  # reopened: blocks before the text
     # An image attachment: one from the upload folder is kept (copied into uploads), others refused.
     from lqf_showcase.plugin import write_png
 
     uploaded = write_png(web.upload_roots[0] / "cat.png")
-    frames = list(web.chat.send({"text": "what is it?", "files": [{"path": str(uploaded)}]}, session))
-    assert frames[-1][0][0]["content"]["path"].startswith(str(web.bench.paths.uploads_dir))
+    frames = list(web.chat.send({"text": "what is it?", "files": [{"path": str(uploaded)}]}, "chat", session))
+    assert frames[-1][0][3]["content"]["path"].startswith(str(web.bench.paths.uploads_dir))
     outside = write_png(web.bench.paths.data_dir / "private.png")
-    frames = list(web.chat.send({"text": "and this?", "files": [str(outside)]}, session))
+    frames = list(web.chat.send({"text": "and this?", "files": [str(outside)]}, "chat", session))
     assert "outside the allowed folders" in frames[-1][2]
+    # The parrot shows a sent image back as an Image event: served, since it is in the uploads folder.
+    parrot = web.chat.conversations.new_session("parrot")
+    frames = list(web.chat.send({"text": "look", "files": [str(uploaded)]}, "parrot", parrot))
+    images = [m["content"]["path"] for m in frames[-1][0] if isinstance(m["content"], dict)]
+    assert len(images) == 2 and images[0] == images[1]
 
 
 def test_launch_rules():
@@ -242,6 +283,29 @@ def test_gradio_client_runs_the_test_plugin(server):
     assert 'language = "zh"' in (server["home"] / "config" / "config.toml").read_text(encoding="utf-8")
 
 
+def test_gradio_client_chats_with_the_test_plugin(server):
+    from gradio_client import Client
+
+    client = Client(server["url"], verbose=False)
+    sessions, shown, problem = client.predict("parrot", api_name="/chat_plugin")
+    session = sessions["value"] if isinstance(sessions, dict) else sessions
+    assert problem.startswith("Repeats what you say") and shown == []
+    messages, _box, status, _sessions = client.predict({"text": "hello client", "files": []}, "parrot", session,
+                                                      api_name="/chat_send")
+    assert status.startswith("done")
+    texts = [m["content"] if isinstance(m["content"], str) else m["content"] for m in messages]
+    assert texts[0] == [{"type": "text", "text": "hello client"}] or texts[0] == "hello client"
+    assert any("Tool call: lookup" in str(m.get("metadata")) for m in messages)
+    assert "Polly says: hello client" in str(messages[-1]["content"])
+    # The session is in SQLite under the plugin's own name, with the metadata the plugin kept.
+    import json
+    import sqlite3
+
+    with sqlite3.connect(server["home"] / "data" / "localqwen.sqlite3") as db:
+        row = db.execute("SELECT plugin_id, metadata FROM chat_sessions WHERE id = ?", (session,)).fetchone()
+    assert row[0] == "parrot" and json.loads(row[1]) == {"turns": 1}
+
+
 def test_files_outside_the_allowed_folders_are_refused(server):
     import httpx
 
@@ -281,18 +345,15 @@ def test_exposed_listening_without_auth_is_refused():
     assert result.returncode == 2 and "--auth" in result.stderr
 
 
-@pytest.mark.browser
-@pytest.mark.slow
-def test_real_browser_runs_the_test_plugin(server, tmp_path):
+@pytest.fixture
+def browser(tmp_path):
+    """A real headless Chromium driven through Selenium (Debian's chromium + chromedriver)."""
     chromium = shutil.which("chromium")
     driver_path = shutil.which("chromedriver")
     if not chromium or not driver_path:
         pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
@@ -302,28 +363,73 @@ def test_real_browser_runs_the_test_plugin(server, tmp_path):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     try:
-        assert server["url"].startswith("http://127.0.0.1:")
-        driver.get(server["url"])
-        wait = WebDriverWait(driver, 60)
-        tab = wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Test plugin')]")))
-        tab.click()
-        box = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#field-text textarea")))
-        box.send_keys("hello browser")
-        driver.find_element(By.ID, "run-testplug-echo").click()
-        wait.until(ec.text_to_be_present_in_element((By.ID, "status-testplug-echo"), "done"))
-        output = driver.find_element(By.ID, "output-testplug-echo").text
-        assert "hello browser" in output
-        shot = tmp_path / "web_echo.png"
-        driver.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000
-        if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
-            DOCS.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(shot, DOCS / "web_echo.png")
-            # A README picture of every event kind (the showcase plugin's "Everything" action).
-            driver.find_element(By.XPATH, "//button[@role='tab'][contains(., 'Showcase')]").click()
-            wait.until(ec.element_to_be_clickable((By.ID, "run-showcase-everything"))).click()
-            wait.until(ec.text_to_be_present_in_element((By.ID, "status-showcase-everything"), "done"))
-            time.sleep(1)  # let the plot and the gallery draw
-            driver.save_screenshot(str(DOCS / "web_events.png"))
+        yield driver
     finally:
         driver.quit()
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_real_browser_runs_the_test_plugin(server, browser, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = browser
+    assert server["url"].startswith("http://127.0.0.1:")
+    driver.get(server["url"])
+    wait = WebDriverWait(driver, 60)
+    tab = wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Test plugin')]")))
+    tab.click()
+    box = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#field-text textarea")))
+    box.send_keys("hello browser")
+    driver.find_element(By.ID, "run-testplug-echo").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status-testplug-echo"), "done"))
+    output = driver.find_element(By.ID, "output-testplug-echo").text
+    assert "hello browser" in output
+    shot = tmp_path / "web_echo.png"
+    driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS / "web_echo.png")
+        # A README picture of every event kind (the showcase plugin's "Everything" action).
+        driver.find_element(By.XPATH, "//button[@role='tab'][contains(., 'Showcase')]").click()
+        wait.until(ec.element_to_be_clickable((By.ID, "run-showcase-everything"))).click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "status-showcase-everything"), "done"))
+        time.sleep(1)  # let the plot and the gallery draw
+        driver.save_screenshot(str(DOCS / "web_events.png"))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_real_browser_chats_with_the_test_plugin(server, browser, tmp_path):
+    """Pick the test chat plugin, send, see the streamed answer and its tool-call block."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver = browser
+    driver.get(server["url"])
+    wait = WebDriverWait(driver, 60)
+    wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][normalize-space()='Chat']"))).click()
+    picker = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "#chat-plugin input")))
+    assert picker.get_attribute("value") == "Chat"  # the plain model chat first
+    picker.click()
+    wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "li[role='option'][aria-label='Parrot']"))).click()
+    wait.until(lambda d: d.find_element(By.CSS_SELECTOR, "#chat-plugin input").get_attribute("value") == "Parrot")
+    # The picker's handler opens the plugin's latest session and says what the plugin does.
+    wait.until(ec.text_to_be_present_in_element((By.ID, "chat-status"), "Repeats what you say"))
+    box = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "#chat-input textarea")))
+    box.send_keys("hello browser", Keys.ENTER)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "chat-log"), "Polly says: hello browser"))
+    wait.until(ec.text_to_be_present_in_element((By.ID, "chat-status"), "done"))
+    log = driver.find_element(By.ID, "chat-log").text
+    assert "Tool call: lookup" in log and "Listening" in log
+    shot = tmp_path / "web_chat.png"
+    driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS / "web_chat.png")

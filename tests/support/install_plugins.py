@@ -12,6 +12,7 @@ SUPPORT_DIR = Path(__file__).resolve().parent
 
 TEST_ENTRY_POINTS = {
     "testplug": "lq_test_plugin:EchoPlugin",
+    "parrot": "lq_chat_plugin:ParrotChat",  # a chat with no frontend code
     "broken_import": "lq_module_that_does_not_exist:Plugin",
     "broken_register": "lq_test_plugin:BrokenAtRegistration",
 }

@@ -1,22 +1,30 @@
-"""Chat: sessions on the left, the conversation with streaming answers on the right."""
+"""Chat with any plugin that offers one: a plugin picker and its sessions on the left, the
+conversation on the right, answers streamed with their step panels, tool calls, images and tables.
+
+Everything goes through ``bench.conversations``; this screen knows nothing about any plugin. The
+answer is generated in a thread and the screen takes what has arrived a few times a second.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
+from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, ListItem, ListView, Static
+from textual.widgets import Button, Footer, Header, Input, Label, ListItem, ListView, Select, Static
 
-from localqwen.storage.chat_store import message_text
+from localqwen.chat_replay import message_events
 from localqwen.i18n import t
 from localqwen.jobs import paced, run_in_background
-from localqwen.plugin_api import CancelToken
+from localqwen.plugin_api import CancelToken, Plugin
 from localqwen.plugin_api import events as ev
+from localqwen.storage.chat_store import message_text
 from localqwen.tui.screens.base import BaseScreen
-from localqwen.tui.widgets.chat_message import ChatMessage, tool_call_block
+from localqwen.tui.widgets.chat_message import ChatMessage
 from localqwen.tui.widgets.path_picker import PathInput
 
 UI_INTERVAL_S = 0.2  # five repaints a second: smooth enough, and leaves the CPU to the model
@@ -33,14 +41,29 @@ class ChatScreen(BaseScreen):
 
     def __init__(self) -> None:
         super().__init__()
+        self.plugins: list[Plugin] | None = None  # loaded in a worker: importing plugins takes time
+        self.plugin_id: str | None = None
         self.session_id: int | None = None
         self.cancel: CancelToken | None = None
         self.busy = False
+        self._showing = asyncio.Lock()
+        self._listing = asyncio.Lock()
+
+    @property
+    def conversations(self) -> Any:
+        return self.app.bench.conversations  # type: ignore[attr-defined]
+
+    @property
+    def speaker(self) -> str:
+        titles = {plugin.id: plugin.title for plugin in self.plugins or []}
+        return titles.get(self.plugin_id or "", t("chat.role_assistant"))
 
     def compose(self) -> ComposeResult:
         yield Header()
         with Horizontal(id="chat-layout"):
             with Vertical(id="chat-sidebar"):
+                yield Label(t("chat.plugin"), classes="field-label")
+                yield Select([], prompt=t("home.loading"), id="chat-plugin")
                 yield Button(t("chat.new"), id="chat-new", variant="primary")
                 yield ListView(id="chat-sessions")
             with Vertical(id="chat-main"):
@@ -57,30 +80,84 @@ class ChatScreen(BaseScreen):
                     yield Button(t("chat.copy"), id="chat-copy")
         yield Footer()
 
-    async def on_mount(self) -> None:
-        controller = self.app.chat  # type: ignore[attr-defined]
-        if self.session_id is None:
-            self.session_id = controller.latest_or_new_session()
+    def on_mount(self) -> None:
+        self._load_plugins()
+
+    def on_screen_resume(self) -> None:
+        super().on_screen_resume()
+        wanted = getattr(self.app, "chat_plugin", None)  # set by "open this plugin's chat"
+        if self.plugins is not None and wanted and wanted != self.plugin_id and not self.busy:
+            self.query_one("#chat-plugin", Select).value = wanted
+
+    @work(thread=True, exclusive=True, group="chat-plugins")
+    def _load_plugins(self) -> None:
+        plugins = self.conversations.plugins()
+        self.app.call_from_thread(self._show_plugins, plugins)
+
+    async def _show_plugins(self, plugins: list[Plugin]) -> None:
+        self.plugins = plugins
+        picker = self.query_one("#chat-plugin", Select)
+        picker.prompt = t("chat.plugin")
+        picker.set_options([(plugin.title, plugin.id) for plugin in plugins])
+        if not plugins:
+            self.query_one("#chat-status", Static).update(Text(t("chat.no_plugins")))
+            self.query_one("#chat-input", Input).disabled = True
+            return
+        wanted = getattr(self.app, "chat_plugin", None)
+        first = wanted if wanted in {p.id for p in plugins} else plugins[0].id
+        await self.open_plugin(first)
+        picker.value = first  # its Changed message finds the plugin already open
+
+    # -- plugins and sessions ------------------------------------------------------------------
+    async def open_plugin(self, plugin_id: str, session_id: int | None = None) -> None:
+        session_id = session_id or self.conversations.latest_or_new_session(plugin_id)
+        self.app.chat_plugin = plugin_id  # type: ignore[attr-defined]
+        self.query_one("#chat-status", Static).update("")
+        await self.show_session(session_id, plugin_id)
         await self.refresh_sessions()
-        await self.show_session(self.session_id)
+
+    @on(Select.Changed, "#chat-plugin")
+    async def _pick_plugin(self, event: Select.Changed) -> None:
+        if event.value is Select.NULL or event.value == self.plugin_id:
+            return
+        if self.busy:  # one answer at a time: put the picker back
+            event.select.value = self.plugin_id
+            return
+        await self.open_plugin(str(event.value))
 
     async def refresh_sessions(self) -> None:
-        sessions = self.app.chat.history.sessions()  # type: ignore[attr-defined]
-        view = self.query_one("#chat-sessions", ListView)
-        await view.clear()
-        for info in sessions:
-            label = info.title or t("chat.untitled")
-            await view.append(ListItem(Static(label, markup=False), id=f"session-{info.id}"))
-            if info.id == self.session_id:
-                view.index = len(view.children) - 1
+        if self.plugin_id is None:
+            return
+        async with self._listing:  # refreshes may overlap (a new session while an answer ends)
+            view = self.query_one("#chat-sessions", ListView)
+            await view.clear()
+            for info in self.conversations.sessions(self.plugin_id):
+                label = info.title or t("chat.untitled")
+                await view.append(ListItem(Static(label, markup=False), id=f"session-{info.id}"))
+                if info.id == self.session_id:
+                    view.index = len(view.children) - 1
 
-    async def show_session(self, session_id: int) -> None:
-        self.session_id = session_id
-        box = self.query_one("#chat-messages", VerticalScroll)
-        await box.remove_children()
-        for message in self.app.chat.history.messages(session_id):  # type: ignore[attr-defined]
-            await box.mount(ChatMessage(message))
-        box.scroll_end(animate=False)
+    async def show_session(self, session_id: int, plugin_id: str | None = None) -> None:
+        """Show one session (of ``plugin_id``, default the current plugin) from the store."""
+        plugin_id = plugin_id or self.plugin_id
+        if plugin_id is None:
+            return
+        async with self._showing:  # one rebuild at a time: a second one would remove half-drawn messages
+            entries = self.conversations.entries(plugin_id, session_id)
+            self.plugin_id, self.session_id = plugin_id, session_id
+            box = self.query_one("#chat-messages", VerticalScroll)
+            await box.remove_children()
+            for entry in entries:
+                events = message_events(entry)
+                if events:
+                    role = entry.message["role"]
+                    message = ChatMessage(role, self._speaker_for(role))
+                    await box.mount(message)
+                    await message.replay(events)
+            box.scroll_end(animate=False)
+
+    def _speaker_for(self, role: str) -> str:
+        return self.speaker if role == "assistant" else t(f"chat.role_{role}")
 
     @on(ListView.Selected, "#chat-sessions")
     async def _pick_session(self, event: ListView.Selected) -> None:
@@ -91,26 +168,25 @@ class ChatScreen(BaseScreen):
     # -- actions -------------------------------------------------------------------------------
     @on(Button.Pressed, "#chat-new")
     async def action_new_session(self) -> None:
-        if self.busy:
+        if self.busy or self.plugin_id is None:
             return
-        self.session_id = self.app.chat.history.create_session()  # type: ignore[attr-defined]
+        self.session_id = self.conversations.new_session(self.plugin_id)
         await self.refresh_sessions()
         await self.show_session(self.session_id)
 
     @on(Input.Submitted, "#chat-input")
     @on(Button.Pressed, "#chat-send")
     async def action_send(self) -> None:
-        if self.busy or self.session_id is None:
+        if self.busy or self.plugin_id is None or self.session_id is None:
             return
         text = self.query_one("#chat-input", Input).value
         image = self.query_one("#chat-image", PathInput).value.strip()
-        images = [image] if image else []
-        controller = self.app.chat  # type: ignore[attr-defined]
         self.cancel = CancelToken()
         try:
-            stream = controller.send(self.session_id, text, images, cancel=self.cancel)
-        except ValueError as exc:
-            self.notify(str(exc), severity="error")
+            stream = self.conversations.send(self.plugin_id, self.session_id, text, [image] if image else [],
+                                             cancel=self.cancel)
+        except (ValueError, KeyError) as exc:
+            self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="error")
             return
         self.query_one("#chat-input", Input).value = ""
         self.query_one("#chat-image", PathInput).value = ""
@@ -119,13 +195,13 @@ class ChatScreen(BaseScreen):
 
     @on(Button.Pressed, "#chat-regenerate")
     async def action_regenerate(self) -> None:
-        if self.busy or self.session_id is None:
+        if self.busy or self.plugin_id is None or self.session_id is None:
             return
         self.cancel = CancelToken()
         try:
-            stream = self.app.chat.regenerate(self.session_id, cancel=self.cancel)  # type: ignore[attr-defined]
-        except ValueError as exc:
-            self.notify(str(exc), severity="warning")
+            stream = self.conversations.regenerate(self.plugin_id, self.session_id, cancel=self.cancel)
+        except (ValueError, KeyError) as exc:
+            self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="warning")
             return
         await self.show_session(self.session_id)
         await self._stream_answer(stream)
@@ -137,15 +213,16 @@ class ChatScreen(BaseScreen):
 
     @on(Button.Pressed, "#chat-clear")
     async def action_clear(self) -> None:
-        if self.busy or self.session_id is None:
+        if self.busy or self.plugin_id is None or self.session_id is None:
             return
-        self.app.chat.history.clear(self.session_id)  # type: ignore[attr-defined]
+        self.conversations.store(self.plugin_id).truncate(self.session_id, 0)
         await self.show_session(self.session_id)
 
     @on(Button.Pressed, "#chat-copy")
     def action_copy(self) -> None:
-        messages = self.app.chat.history.messages(self.session_id) if self.session_id else []  # type: ignore[attr-defined]
-        answers = [message_text(m) for m in messages if m["role"] == "assistant"]
+        entries = self.conversations.entries(self.plugin_id, self.session_id) if self.session_id else []
+        answers = [message_text(e.message) for e in entries if e.message["role"] == "assistant"]
+        answers = [answer for answer in answers if answer]
         if not answers:
             self.notify(t("chat.nothing_to_copy"), severity="warning")
             return
@@ -157,41 +234,34 @@ class ChatScreen(BaseScreen):
         self.busy = True
         self.query_one("#chat-stop", Button).disabled = False
         self.query_one("#chat-status", Static).update(t("chat.thinking"))
-        bubble = ChatMessage({"role": "assistant", "content": ""})
+        bubble = ChatMessage("assistant", self.speaker)
         box = self.query_one("#chat-messages", VerticalScroll)
         await box.mount(bubble)
+        box.scroll_end(animate=False)
         self._run_stream(stream, bubble)
 
     @work(thread=True, exclusive=True, group="chat")
     def _run_stream(self, stream: Any, bubble: ChatMessage) -> None:
         # The answer is generated in its own thread; the screen takes what has arrived at most
-        # ten times a second, so rendering never slows the model down.
+        # five times a second, so rendering never slows the model down.
         for batch in paced(run_in_background(stream), UI_INTERVAL_S):
             self.app.call_from_thread(self._apply, batch, bubble)
 
     async def _apply(self, batch: list[Any], bubble: ChatMessage) -> None:
-        text = "".join(e.text for e in batch if isinstance(e, ev.TextDelta))
-        if text:
-            await bubble.append(text)
-        for event in batch:
-            if not isinstance(event, ev.TextDelta):
-                await self._on_event(event, bubble)
+        await bubble.add_events(batch)
         self.query_one("#chat-messages", VerticalScroll).scroll_end(animate=False)
+        done = next((event for event in batch if isinstance(event, ev.Done)), None)
+        if done is not None:
+            await self._finished(done)
 
-    async def _on_event(self, event: Any, bubble: ChatMessage) -> None:
-        if isinstance(event, ev.ToolCall):
-            await bubble.mount(tool_call_block(event.name, event.arguments, event.result))
-        elif isinstance(event, ev.Error):
-            await bubble.mount(Static(f"✗ {event.message}", classes="error", markup=False))
-        elif isinstance(event, ev.Done):
-            await bubble.finish()
-            self.busy = False
-            self.query_one("#chat-stop", Button).disabled = True
-            usage = event.result
-            status = t(f"status.{event.status}")
-            if usage.get("completion_tokens"):
-                status += "  " + t("chat.usage", prompt=usage.get("prompt_tokens", 0),
-                                   completion=usage["completion_tokens"])
-            self.query_one("#chat-status", Static).update(status)
-            await self.refresh_sessions()
-        self.query_one("#chat-messages", VerticalScroll).scroll_end(animate=False)
+    async def _finished(self, done: ev.Done) -> None:
+        self.busy = False
+        self.query_one("#chat-stop", Button).disabled = True
+        status = t(f"status.{done.status}")
+        if done.summary and done.status != "ok":
+            status += f" — {done.summary}"
+        usage = done.result
+        if usage.get("completion_tokens"):
+            status += "  " + t("chat.usage", prompt=usage.get("prompt_tokens", 0), completion=usage["completion_tokens"])
+        self.query_one("#chat-status", Static).update(Text(status))
+        await self.refresh_sessions()

@@ -62,6 +62,8 @@ class HomeScreen(BaseScreen):
                 if plugin.description:
                     yield Static(plugin.description, classes="plugin-description")
                 with Horizontal(classes="plugin-actions"):
+                    if plugin.chats:
+                        yield Button(t("chat.open"), id=f"chat-{plugin.id}", classes="chat-button", variant="success")
                     for item in plugin.actions():
                         yield Button(item.title, id=f"action-{plugin.id}-{item.id}", classes="action-button",
                                      tooltip=item.description or None)
@@ -88,6 +90,10 @@ class HomeScreen(BaseScreen):
                 if event.button.id == f"action-{plugin.id}-{item.id}":
                     self.app.open_action(plugin, item.id)  # type: ignore[attr-defined]
                     return
+
+    @on(Button.Pressed, ".chat-button")
+    def _open_chat(self, event: Button.Pressed) -> None:
+        self.app.open_chat((event.button.id or "").removeprefix("chat-"))  # type: ignore[attr-defined]
 
     @on(Button.Pressed, ".view-button")
     def _open_view(self, event: Button.Pressed) -> None:

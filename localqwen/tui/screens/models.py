@@ -10,10 +10,14 @@ from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.widgets import Button, DataTable, Footer, Header, Label, Markdown, Select, Static
 
-from localqwen.chat_session import CHAT_CONFIG_SECTION
-from localqwen.config_edit import set_config_value
 from localqwen.i18n import t
-from localqwen.runtime_info import RuntimeUnavailable, device_report, download_events, model_entries
+from localqwen.runtime_info import (
+    RuntimeUnavailable,
+    device_report,
+    download_events,
+    model_entries,
+    model_targets,
+)
 from localqwen.tui.screens.base import BaseScreen
 
 
@@ -71,8 +75,7 @@ class ModelsScreen(BaseScreen):
         bench = self.app.bench  # type: ignore[attr-defined]
         box = self.query_one("#plugin-models", VerticalScroll)
         await box.remove_children()
-        targets = [(CHAT_CONFIG_SECTION, t("nav.chat"))] + [(p.id, p.title) for p in bench.host.load_all()]
-        for section, title in targets:
+        for section, title in model_targets(bench.host.load_all()):
             current = bench.config.plugin_section(section).get("model")
             options = [(m, m) for m in sorted(set(models) | ({current} if current else set()))]
             row = Horizontal(classes="plugin-model-row")
@@ -92,11 +95,10 @@ class ModelsScreen(BaseScreen):
         if bench.config.plugin_section(section).get("model", "") == value:
             return
         try:
-            bench.config = set_config_value(bench.paths.config_file, f"plugins.{section}", "model", value)
+            bench.set_config(f"plugins.{section}", "model", value)
         except Exception as exc:
             self.notify(t("settings.save_failed", error=str(exc)), severity="error")
             return
-        bench.services.config = bench.config
         self.notify(t("models.model_saved", target=section, model=value or t("models.default_model")))
 
     @on(Button.Pressed, "#models-download")

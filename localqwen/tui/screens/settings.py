@@ -7,7 +7,6 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Footer, Header, Label, Select, Static
 
-from localqwen.config_edit import set_config_value
 from localqwen.i18n import LANGUAGES, current_language, t
 from localqwen.tui.screens.base import BaseScreen
 
@@ -35,10 +34,9 @@ class SettingsScreen(BaseScreen):
         if event.value == bench.config.app.language or event.value is Select.NULL:
             return
         try:
-            bench.config = set_config_value(bench.paths.config_file, "app", "language", event.value)
+            bench.set_config("app", "language", event.value)
         except Exception as exc:
             self.notify(t("settings.save_failed", error=str(exc)), severity="error")
             return
-        bench.services.config = bench.config
         self.app.change_language(str(event.value))  # type: ignore[attr-defined]
         self.notify(t("settings.saved"))

@@ -1,63 +1,50 @@
-"""One chat message: who said it, its text as Markdown, attached images, tool calls folded away."""
+"""One chat message: who said it, then what it showed, drawn by the same :class:`EventView` as an
+action's output (streamed Markdown, step panels, tool-call blocks, images, tables, errors).
+
+A live answer gets its events as they arrive; a message from the history gets the events
+:func:`localqwen.chat_replay.message_events` rebuilt from the store, so both look the same.
+"""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Collapsible, Label, Markdown, Static
+from textual.widgets import Label
 
-from localqwen.storage.chat_store import message_images, message_text
-from localqwen.i18n import t
-from localqwen.tui.widgets.image_block import file_link
+from localqwen.plugin_api import events as ev
+from localqwen.tui.event_view import EventView
 
 
 class ChatMessage(Vertical):
-    DEFAULT_CSS = "ChatMessage { height: auto; }"
+    DEFAULT_CSS = "ChatMessage { height: auto; }"  # its body's size is in screens.tcss (.chat-body)
 
-    def __init__(self, message: dict[str, Any]) -> None:
-        role = message.get("role", "assistant")
+    def __init__(self, role: str, speaker: str) -> None:
         super().__init__(classes=f"chat-message role-{role}")
-        self.message = message
         self.role = role
-        self.text = message_text(message)
-        self._stream: Any = None
+        self.speaker = speaker
+        self.body = EventView(classes="chat-body", show_done=False)
+        self.body.can_focus = False  # Tab moves between the inputs, not through every message
 
     def compose(self) -> ComposeResult:
-        if self.role == "tool":
-            title = t("chat.tool_result", name=self.message.get("name", "tool"))
-            with Collapsible(title=title, collapsed=True, classes="tool-call"):
-                yield Static(self.text, markup=False)
-            return
-        yield Label(t(f"chat.role_{self.role}"), classes="chat-role")
-        for image in message_images(self.message):
-            line = Text("🖼 ")
-            line.append_text(file_link(image, Path(image).name))
-            yield Static(line, classes="chat-image")
-        yield Markdown(self.text, classes="chat-text")
-        for call in self.message.get("tool_calls") or []:
-            yield tool_call_block(call.get("function", {}).get("name", "?"), call.get("function", {}).get("arguments", {}))
+        yield Label(self.speaker, classes="chat-role", markup=False)
+        yield self.body
 
-    async def append(self, delta: str) -> None:
-        """Add streamed text (the Markdown is updated in batches by Textual's MarkdownStream)."""
-        self.text += delta
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self.query_one(".chat-text", Markdown))
-        await self._stream.write(delta)
+    async def add_events(self, batch: list[Any]) -> None:
+        """Render events (call once mounted): a live answer's as they arrive."""
+        await self.body.add_events(batch)
 
-    async def finish(self) -> None:
-        if self._stream is not None:
-            await self._stream.stop()
-            self._stream = None
+    async def replay(self, events: Iterable[Any]) -> None:
+        """Render a stored message at once; the closing Done ends its Markdown stream."""
+        await self.body.add_events([*events, ev.Done()])
 
+    @property
+    def text(self) -> str:
+        """The answer's own text (step panels' text left out)."""
+        return self.body.text.get(None, "")
 
-def tool_call_block(name: str, arguments: dict[str, Any], result: str | None = None) -> Collapsible:
-    body = json.dumps(arguments, ensure_ascii=False, indent=2)
-    if result is not None:
-        body += f"\n→ {result}"
-    return Collapsible(Static(body, markup=False), title=t("events.tool_call", name=name), collapsed=True,
-                       classes="tool-call")
+    @property
+    def done(self) -> ev.Done | None:
+        return self.body.done
