@@ -302,6 +302,12 @@ async def test_home_opens_a_plugin_chat_and_the_plain_chat_streams(app, monkeypa
         saved = app.bench.conversations.entries("chat", screen.session_id)[-1].message
         assert saved["content"] == "The answer is 42."
         assert saved["tool_calls"][0]["function"] == {"name": "calculator", "arguments": {"x": 6, "y": 7}}
+        # Back home, another plugin's Chat button turns the open chat screen to that plugin.
+        await pilot.press("f1")
+        await home_ready(pilot, app)
+        await pilot.click("#chat-parrot")
+        await chat_ready(pilot, app, "parrot")
+        assert app.screen is screen and screen.query_one("#chat-plugin", Select).value == "parrot"
 
 
 @async_test
