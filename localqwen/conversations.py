@@ -9,17 +9,13 @@ plugin's session metadata is saved after each turn. The TUI chat screen, the web
 
 from __future__ import annotations
 
-import copy
-import shutil
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localqwen.i18n import t
 from localqwen.plugin_api import CancelToken, Context, Plugin
-from localqwen.plugin_api import events as ev
-from localqwen.plugin_api.chat import ChatRequest
+from localqwen.plugin_api.chat import ImageRejected, answer_stored, attach_image
 from localqwen.plugin_api.runner import run_chat
 from localqwen.storage.chat_store import ChatEntry, ChatSessionInfo, PluginChats
 
@@ -27,11 +23,7 @@ if TYPE_CHECKING:
     from localqwen.plugin_api import PluginHost
     from localqwen.services import Services
 
-IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
-MAX_IMAGE_BYTES = 20 * 1024 * 1024
 DEFAULT_CHAT_PLUGIN = "chat"  # the plain model chat, itself a plugin
-# Events kept beside an answer so a reopened chat shows them again (text is in the message itself).
-_DISPLAYED = (ev.ToolCall, ev.Step, ev.Image, ev.Table, ev.Warning, ev.Error)
 
 
 class Conversations:
@@ -76,18 +68,10 @@ class Conversations:
 
     def attach_image(self, session_id: int, source: str | Path) -> str:
         """Copy an image into the app's uploads folder and return the copy's path."""
-        path = Path(source).expanduser()
-        if not path.is_file():
-            raise ValueError(t("chat.image_missing", path=str(path)))
-        if path.suffix.lower() not in IMAGE_SUFFIXES:
-            raise ValueError(t("chat.image_type", suffixes=", ".join(sorted(IMAGE_SUFFIXES))))
-        if path.stat().st_size > MAX_IMAGE_BYTES:
-            raise ValueError(t("chat.image_too_big", mb=MAX_IMAGE_BYTES // (1024 * 1024)))
-        folder = self.services.paths.uploads_dir / "chat" / str(session_id)
-        folder.mkdir(parents=True, exist_ok=True)
-        target = folder / f"{uuid.uuid4().hex[:12]}{path.suffix.lower()}"
-        shutil.copyfile(path, target)
-        return str(target)
+        try:
+            return attach_image(source, self.services.paths.uploads_dir, session_id)
+        except ImageRejected as exc:  # the same refusal, in the user's language
+            raise ValueError(t(f"chat.image_{exc.reason}", **exc.detail)) from None
 
     # -- talking -------------------------------------------------------------------------------
     def send(self, plugin_id: str, session_id: int, text: str, images: Sequence[str | Path] = (),
@@ -123,50 +107,5 @@ class Conversations:
         return self._answer(plugin, store, session_id, cancel or CancelToken())
 
     def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken) -> Iterator[Any]:
-        messages = store.messages(session_id)
-        before = store.metadata(session_id)
-        request = ChatRequest(session_id=session_id, history=messages[:-1], message=messages[-1],
-                              metadata=copy.deepcopy(before))
-        answer: list[str] = []
-        calls: list[ev.ToolCall] = []
-        display: list[dict[str, Any]] = []
-        stored = False
-        try:
-            for event in run_chat(plugin, request, self.make_context(plugin.id, cancel)):
-                if isinstance(event, ev.TextDelta) and event.step is None:
-                    answer.append(event.text)
-                elif isinstance(event, ev.TextDelta):  # a step panel's text: kept with the panel
-                    _keep_step_text(display, event)
-                elif isinstance(event, ev.ToolCall):
-                    calls.append(event)
-                if isinstance(event, _DISPLAYED):
-                    display.append(event.model_dump())
-                if isinstance(event, ev.Done):
-                    # Stored before the views hear "done", so a reload right after shows the answer.
-                    self._store_answer(store, session_id, "".join(answer), calls, display)
-                    stored = True
-                    if request.metadata != before:
-                        store.set_metadata(session_id, request.metadata)
-                yield event
-        finally:
-            if not stored:  # the view stopped following mid-answer: keep what was said
-                self._store_answer(store, session_id, "".join(answer), calls, display)
-
-    @staticmethod
-    def _store_answer(store: PluginChats, session_id: int, text: str, calls: list[ev.ToolCall],
-                      display: list[dict[str, Any]]) -> None:
-        message: dict[str, Any] = {"role": "assistant", "content": text}
-        if calls:
-            message["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
-                                     for c in calls]
-        if text or calls or display:
-            store.append(session_id, message, display)
-
-
-def _keep_step_text(display: list[dict[str, Any]], event: ev.TextDelta) -> None:
-    """Join a step's streamed text into one stored event (not one per token)."""
-    last = display[-1] if display else None
-    if last is not None and last.get("kind") == "text" and last.get("step") == event.step:
-        last["text"] += event.text
-    else:
-        display.append(event.model_dump())
+        ctx = self.make_context(plugin.id, cancel)
+        return answer_stored(store, session_id, lambda request: run_chat(plugin, request, ctx))

@@ -10,11 +10,21 @@ and the host stores the answer in the one chat store, so the plugin writes no fr
 
 from __future__ import annotations
 
+import copy
+import shutil
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from localqwen.storage.chat_store import message_images, message_text
+from localqwen.storage.chat_store import PluginChats, message_images, message_text
+from localqwen.vocabulary import events as ev
+
+IMAGE_SUFFIXES = {".png", ".jpg", ".jpeg", ".webp", ".gif", ".bmp"}
+MAX_IMAGE_BYTES = 20 * 1024 * 1024
+# Events kept beside an answer so a reopened chat shows them again (the answer text is the message).
+DISPLAYED = (ev.ToolCall, ev.Step, ev.Image, ev.Table, ev.Warning, ev.Error)
 
 
 @dataclass
@@ -46,3 +56,94 @@ def chat(func: ChatFunc) -> ChatFunc:
     """Mark a plugin method as its chat responder: ``def respond(self, request, ctx) -> events``."""
     func.__localqwen_chat__ = True  # type: ignore[attr-defined]
     return func
+
+
+class ImageRejected(ValueError):
+    """An attached file is not a usable image; ``reason`` is "missing", "type" or "too_big" (the
+    frontends translate it, with ``detail`` as the message's fields)."""
+
+    def __init__(self, reason: str, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.detail = detail
+
+
+def attach_image(source: str | Path, uploads_dir: Path, session_id: int) -> str:
+    """Check an image (exists, image type, size) and copy it into the uploads folder, where the chat
+    views may show it; returns the copy's path. Raises :class:`ImageRejected` with the reason."""
+    path = Path(source).expanduser()
+    if not path.is_file():
+        raise ImageRejected("missing", f"no such image: {path}", path=str(path))
+    if path.suffix.lower() not in IMAGE_SUFFIXES:
+        suffixes = ", ".join(sorted(IMAGE_SUFFIXES))
+        raise ImageRejected("type", f"{path.name}: not an image (use {suffixes})", suffixes=suffixes)
+    if path.stat().st_size > MAX_IMAGE_BYTES:
+        mb = MAX_IMAGE_BYTES // 2**20
+        raise ImageRejected("too_big", f"{path.name}: over the {mb} MB limit for an image", mb=mb)
+    folder = uploads_dir / "chat" / str(session_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{uuid.uuid4().hex[:12]}{path.suffix.lower()}"
+    shutil.copyfile(path, target)
+    return str(target)
+
+
+class TurnRecord:
+    """What one chat turn said and showed, collected from its events and stored as one message:
+    the answer text (``TextDelta`` without a step), its tool calls, and the display events
+    (tool-call blocks, step panels with their text joined, images, tables, warnings, errors)."""
+
+    def __init__(self) -> None:
+        self.text: list[str] = []
+        self.calls: list[ev.ToolCall] = []
+        self.display: list[dict[str, Any]] = []
+
+    def see(self, event: Any) -> None:
+        if isinstance(event, ev.TextDelta) and event.step is None:
+            self.text.append(event.text)
+        elif isinstance(event, ev.TextDelta):  # a step panel's text: one stored event, not one per token
+            last = self.display[-1] if self.display else None
+            if last is not None and last.get("kind") == "text" and last.get("step") == event.step:
+                last["text"] += event.text
+            else:
+                self.display.append(event.model_dump())
+        elif isinstance(event, ev.ToolCall):
+            self.calls.append(event)
+        if isinstance(event, DISPLAYED):
+            self.display.append(event.model_dump())
+
+    def store(self, chats: PluginChats, session_id: int) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.text)}
+        if self.calls:
+            message["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
+                                     for c in self.calls]
+        if self.text or self.calls or self.display:
+            chats.append(session_id, message, self.display)
+
+
+def answer_stored(chats: PluginChats, session_id: int, respond: Callable[[ChatRequest], Iterator[Any]], *,
+                  metadata: dict[str, Any] | None = None) -> Iterator[Any]:
+    """Answer the session's last (user) message with ``respond(request)`` and store the answer.
+
+    ``metadata`` is laid over the stored session metadata for this turn. The answer is stored
+    before the final ``Done`` is passed on (a view reloading at "done" sees it), or, when the
+    caller stops early, with what was said so far; changed metadata is saved after the turn.
+    """
+    messages = chats.messages(session_id)
+    stored = chats.metadata(session_id)
+    before = {**stored, **(metadata or {})}
+    request = ChatRequest(session_id=session_id, history=messages[:-1], message=messages[-1],
+                          metadata=copy.deepcopy(before))
+    record = TurnRecord()
+    saved = False
+    try:
+        for event in respond(request):
+            record.see(event)
+            if isinstance(event, ev.Done):
+                record.store(chats, session_id)
+                saved = True
+            yield event
+    finally:
+        if not saved:  # stopped mid-answer: keep what was said
+            record.store(chats, session_id)
+        if request.metadata != stored:
+            chats.set_metadata(session_id, request.metadata)

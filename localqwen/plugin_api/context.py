@@ -76,6 +76,12 @@ class Context:
         """A loaded chat engine; ``None`` means this plugin's ``model`` setting, else the default for ``task``."""
         return self.services.engine(model or self.settings.get("model") or None, adapter=adapter, task=task)
 
+    def default_model(self, task: str = "text") -> str:
+        """The app's default model for ``task`` (``[runtime]`` settings, else the catalog default)."""
+        from localqwen.runtime.model_manager import default_model
+
+        return default_model(self.config, task)
+
     @property
     def retrieval(self) -> KnowledgeBaseManager:
         return self.services.retrieval

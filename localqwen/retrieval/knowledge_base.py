@@ -387,8 +387,8 @@ class KnowledgeBase:
 
             name = rerank if isinstance(rerank, str) else self.manager.default_reranker
             if not name:
-                raise KnowledgeBaseError("rerank is on but no cross-encoder is configured: set [plugins.rag] "
-                                         "reranker to a folder or hub id (e.g. BAAI/bge-reranker-base)")
+                raise KnowledgeBaseError("rerank is on but no cross-encoder was given: pass rerank= a folder or "
+                                         "hub id (e.g. BAAI/bge-reranker-base)")
             reranker = get_reranker(name, manager=self.manager.device)
         return snapshot.search(query, vector, k=k, mode=mode, reranker=reranker)
 

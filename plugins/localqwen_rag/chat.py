@@ -69,10 +69,9 @@ def _ask(request: ChatRequest, ctx: Context, config: RagConfig, choices: Session
                                          "([plugins.rag] reranker); searching without it")
 
     def llm_for(model: str, task: str) -> LLM:
-        if model:
-            engine = ctx.engine(model, task=task)
-        else:  # not ctx.engine(None): that falls back to this plugin's text `model` setting
-            engine = ctx.services.engine(None, task=task)
+        # An empty choice means the app's default for the task (ctx.engine(None) would mean this
+        # plugin's `model` setting, which is the text model, also for images).
+        engine = ctx.engine(model or ctx.default_model(task), task=task)
         return LLM(engine, max_new_tokens=choices.max_new_tokens, cancel=ctx.cancel)
 
     text_model = choices.model or config.model

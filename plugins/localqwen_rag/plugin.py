@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
-from localqwen.plugin_api.chat import ChatRequest, chat
+from localqwen.plugin_api.chat import ChatRequest, ImageRejected, answer_stored, attach_image, chat
 from localqwen.plugin_api.extensions import Extensions
 from localqwen_rag.settings import RagConfig, SessionChoices
 
@@ -57,7 +57,9 @@ class RagPlugin(Plugin):
     id = "rag"
     title = "Documents and multi-agent RAG"
     description = "Ask questions over your documents with cited answers; a router picks the agent team."
-    requirements = Requirements(task="text")
+    # The default 2B model as GGUF Q4_K_M (~1.9 GB by the device plan) and the bundled embedder;
+    # a reranker, when switched on, adds ~1 GB.
+    requirements = Requirements(task="text", min_memory_gb=2.5)
     config_model = RagConfig
 
     def register(self, extensions: Extensions) -> None:
@@ -103,19 +105,22 @@ class RagPlugin(Plugin):
         from localqwen_rag import sessions
         from localqwen_rag.chat import answer
 
-        if form.image and not Path(form.image).is_file():
-            yield events.Error(message=f"image not found: {form.image}", field="image")
-            return
         yield from sessions.import_legacy_sessions(ctx.chats, ctx.data_dir)
         session_id = sessions.named_session(ctx.chats, form.session)
         content: str | list[dict[str, Any]] = form.question
         if form.image:
-            copy = sessions.attach_image(Path(form.image), ctx.paths.uploads_dir, session_id)
+            try:
+                copy = attach_image(form.image, ctx.paths.uploads_dir, session_id)
+            except ImageRejected as exc:
+                yield events.Error(message=str(exc), field="image")
+                return
             content = [{"type": "image", "image": copy}, {"type": "text", "text": form.question}]
         config = self._config(ctx)
         choices = form.model_dump(include=set(SessionChoices.model_fields))  # this turn's, kept by the session
-        yield from sessions.run_stored_turn(ctx.chats, session_id, {"role": "user", "content": content}, choices,
-                                            lambda request: answer(request, ctx, config))
+        ctx.chats.append(session_id, {"role": "user", "content": content})
+        # The ask action is not a chat view, so it stores the turn the way Conversations does.
+        yield from answer_stored(ctx.chats, session_id, lambda request: answer(request, ctx, config),
+                                 metadata=choices)
 
     @action(form=AddDocumentsForm, title="Add documents")
     def add_documents(self, form: AddDocumentsForm, ctx: Context):

@@ -1,23 +1,14 @@
-"""RAG conversations in the one chat store: named sessions for the ``ask`` action, a stored turn
-for it, and the one-time import of the JSON session files older versions wrote.
-
-The chat views store turns themselves (``Conversations.send``); the ``ask`` action is not a chat
-view, so :func:`run_stored_turn` does the same for it: user message in, the same responder, the
-answer stored with what the views show (tool calls, step panels and their text, tables), metadata
-saved. It mirrors ``Conversations._answer``, which a plugin cannot import (the app layer is above
-the plugins); keep the two storing the same shapes.
-"""
+"""RAG conversations in the one chat store: named sessions for the ``ask`` action, and the
+one-time import of the JSON session files older versions wrote."""
 
 from __future__ import annotations
 
 import json
-import shutil
-import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.plugin_api import ChatRequest, events
+from localqwen.plugin_api import events
 
 if TYPE_CHECKING:
     from localqwen.storage.chat_store import PluginChats
@@ -25,7 +16,6 @@ if TYPE_CHECKING:
 NAME_KEY = "session_name"  # metadata: the name `ask --session NAME` reaches the session by
 IMPORTED_KEY = "imported_from"  # metadata: the JSON file an imported session came from
 LEGACY_FOLDER = "sessions"
-_SHOWN = (events.ToolCall, events.Step, events.Image, events.Table, events.Warning, events.Error)
 
 
 def named_session(chats: PluginChats, name: str) -> int:
@@ -34,52 +24,6 @@ def named_session(chats: PluginChats, name: str) -> int:
         if info.metadata.get(NAME_KEY) == name:
             return info.id
     return chats.create_session(metadata={NAME_KEY: name})
-
-
-def attach_image(source: Path, uploads_dir: Path, session_id: int) -> str:
-    """Copy an image into the uploads folder, where chat views may show it (as ``Conversations`` does)."""
-    folder = uploads_dir / "chat" / str(session_id)
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"{uuid.uuid4().hex[:12]}{source.suffix.lower()}"
-    shutil.copyfile(source, target)
-    return str(target)
-
-
-def run_stored_turn(chats: PluginChats, session_id: int, message: dict[str, Any], choices: dict[str, Any],
-                    respond: Callable[[ChatRequest], Iterator[Any]]) -> Iterator[Any]:
-    """Store ``message``, answer it with ``respond`` under ``choices`` and store the answer.
-
-    The answer is stored even when the run stops early (cancel, error), like a chat view's."""
-    history = chats.messages(session_id)
-    metadata = {**chats.metadata(session_id), **choices}
-    chats.append(session_id, message)
-    request = ChatRequest(session_id=session_id, history=history, message=message, metadata=metadata)
-    text: list[str] = []
-    calls: list[events.ToolCall] = []
-    shown: list[dict[str, Any]] = []
-    try:
-        for event in respond(request):
-            if isinstance(event, events.TextDelta) and event.step is None:
-                text.append(event.text)
-            elif isinstance(event, events.TextDelta):  # a step panel's text, joined and kept with the panel
-                last = shown[-1] if shown else None
-                if last is not None and last.get("kind") == "text" and last.get("step") == event.step:
-                    last["text"] += event.text
-                else:
-                    shown.append(event.model_dump())
-            elif isinstance(event, events.ToolCall):
-                calls.append(event)
-            if isinstance(event, _SHOWN):
-                shown.append(event.model_dump())
-            yield event
-    finally:
-        reply: dict[str, Any] = {"role": "assistant", "content": "".join(text)}
-        if calls:
-            reply["tool_calls"] = [{"type": "function", "function": {"name": c.name, "arguments": dict(c.arguments)}}
-                                   for c in calls]
-        if text or calls or shown:
-            chats.append(session_id, reply, shown)
-        chats.set_metadata(session_id, request.metadata)
 
 
 def import_legacy_sessions(chats: PluginChats, data_dir: Path) -> Iterator[Any]:

@@ -206,7 +206,7 @@ def test_rerank_with_a_tiny_cross_encoder(manager, tmp_path):
     model_dir = build_tiny_cross_encoder(tmp_path / "tiny-ce", words + ["what", "helps", "absorb", "calcium"])
     query = "what helps absorb calcium"
     plain = kb.search(query, k=5)
-    with pytest.raises(KnowledgeBaseError, match="no cross-encoder is configured"):
+    with pytest.raises(KnowledgeBaseError, match="no cross-encoder was given"):
         kb.search(query, rerank=True)
     reranked = kb.search(query, k=5, rerank=str(model_dir))
     assert {h.chunk_id for h in reranked} <= {h.chunk_id for h in kb.search(query, k=30)}
