@@ -18,6 +18,8 @@ OVERHEAD_FRACTION = 0.20
 OVERHEAD_FIXED_GB = 0.5
 # Leave this much of system RAM to the OS and the rest of the app.
 RAM_RESERVE_GB = 2.0
+# Apple GPUs share system memory; MPS can use about this share of what is free.
+MPS_SHARE = 0.75
 
 
 @dataclass
@@ -84,11 +86,16 @@ def estimate_gb(params_b: float, how: str) -> float:
     return weights * (1 + OVERHEAD_FRACTION) + OVERHEAD_FIXED_GB
 
 
+def usable_ram_gb(host: HostInfo) -> float:
+    """System RAM a model may take: what is free, less what the OS and the rest of the app keep."""
+    return max(host.ram_available_gb - RAM_RESERVE_GB, 0.0)
+
+
 def ladder(host: HostInfo, model: ModelInfo, task: str = "text", *, prefer: str = "auto") -> list[Plan]:
     """Every way to run ``model`` on ``host``, best first. The first that fits is the plan; on
     out-of-memory the loader steps to the next one."""
     steps: list[Plan] = []
-    ram = max(host.ram_available_gb - RAM_RESERVE_GB, 0.0)
+    ram = usable_ram_gb(host)
 
     def add(backend: str, device: str, dtype: str | None, quant: str | None, available: float,
             reasons: list[str], compute: str | None = None) -> None:
@@ -111,7 +118,7 @@ def ladder(host: HostInfo, model: ModelInfo, task: str = "text", *, prefer: str 
                 [f"bitsandbytes 4-bit NF4 with double quantization and {half} compute", why_half],
                 compute=half)
     if host.mps and prefer in ("auto", "mps") and model.transformers:
-        add("transformers", "mps", "float16", None, host.ram_available_gb * 0.75,
+        add("transformers", "mps", "float16", None, host.ram_available_gb * MPS_SHARE,
             ["Apple GPU (MPS) shares system memory; float16 weights"])
     # CPU: GGUF through llama.cpp is the fast path; transformers fp32/bf16 otherwise.
     if model.gguf_quants and host.llama_cpp and model.kind == "chat":

@@ -18,6 +18,7 @@ from localqwen.app import Workbench
 from localqwen.frontend_hooks import view_hook
 from localqwen.i18n import set_language, t
 from localqwen.plugin_api import Action, FormError, Plugin
+from localqwen.plugin_fit import PluginFit, plugin_fits
 from localqwen.web.event_renderer import RunView, follow_job
 from localqwen.web.files import allowed_paths, gradio_temp_dir, prepare_environment
 from localqwen.web.form_renderer import collect_values, error_updates, render_form
@@ -115,7 +116,10 @@ def build_web_app(bench: Workbench | None = None) -> WebApp:
         gr.Markdown(f"# LocalQwen\n{t('app.subtitle')}")
         with gr.Tabs():
             with gr.Tab(t("nav.home"), id="tab-home"):
-                gr.Markdown(home_markdown(bench, plugins), elem_id="home-plugins")
+                home = gr.Markdown(home_markdown(bench, plugins), elem_id="home-plugins")
+                # Checking the plugins' needs probes the machine (torch): done when the page loads.
+                blocks.load(lambda: home_markdown(bench, plugins, plugin_fits(plugins, bench.services.device)),
+                            outputs=[home], show_progress="hidden")
             for plugin in plugins:
                 if not plugin.actions() and plugin.chats and view_hook(plugin, "web") == (None, ""):
                     continue  # a plugin that only chats lives in the chat tab
@@ -133,13 +137,19 @@ def build_web_app(bench: Workbench | None = None) -> WebApp:
     return web
 
 
-def home_markdown(bench: Workbench, plugins: list[Plugin]) -> str:
+def home_markdown(bench: Workbench, plugins: list[Plugin], fits: dict[str, PluginFit] | None = None) -> str:
+    """The plugins and their actions, each marked when ``fits`` says this machine does not meet its needs."""
     lines = [f"## {t('home.plugins', count=len(plugins))}"]
     if not plugins:
         lines.append(t("home.no_plugins"))
     for plugin in plugins:
         actions = ", ".join(a.title for a in plugin.actions())
         lines.append(f"- **{plugin.title}** (`{plugin.id}`): {plugin.description} — {actions}")
+        fit = (fits or {}).get(plugin.id)
+        if fit is not None and not fit.met:
+            lines.append(f"  - {t('fit.may_not_run', reason=fit.reason)}")
+        if fit is not None and fit.note:
+            lines.append(f"  - {fit.note}")
     if bench.host.failures:
         lines.append(f"\n## {t('home.failed', count=len(bench.host.failures))}")
         for failure in sorted(bench.host.failures.values(), key=lambda f: f.name):

@@ -119,7 +119,9 @@ class Captioner(Plugin):
     id = "captioner"
     title = "Captioner"
     description = "Caption images with Qwen3-VL, compare adapters, and build and score COCO caption data."
-    requirements = Requirements(task="vision")
+    # Qwen3-VL 2B (the default) as GGUF Q4_K_M: ~1.9 GB by the device plan, plus its F16 vision
+    # projector (~0.8 GB) and a batch of images.
+    requirements = Requirements(task="vision", min_memory_gb=3.0)
 
     def register(self, extensions: Extensions) -> None:
         """The COCO data source and caption metric for the trainer, and ``localqwen coco download|to-json``."""

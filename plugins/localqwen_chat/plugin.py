@@ -25,7 +25,7 @@ class ModelChat(Plugin):
     id = "chat"
     title = "Chat"
     description = "Talk to the model, with images when it can see."
-    requirements = Requirements(task="text", min_memory_gb=2.0)
+    requirements = Requirements(task="text", min_memory_gb=2.0)  # the default 2B model as GGUF Q4_K_M: ~1.9 GB
     config_model = ChatSettings
 
     @chat

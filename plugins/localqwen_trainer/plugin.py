@@ -100,7 +100,9 @@ class Trainer(Plugin):
     id = "trainer"
     title = "Trainer"
     description = "Fine-tune Qwen3 / Qwen3-VL: pick a model and data, choose a method, train, evaluate, export."
-    requirements = Requirements(task="training")
+    # LoRA on the smallest Qwen3 (0.6B) with gradient checkpointing at 1024 tokens: ~3.5 GB on a GPU
+    # in bf16 (training/estimate.py); on a CPU in fp32 ~3.9 GB at 512 tokens. Bigger models need more.
+    requirements = Requirements(task="training", min_memory_gb=4.0)
 
     # -- helpers -------------------------------------------------------------------------------
 
