@@ -8,7 +8,6 @@ the top, so ``localqwen --help`` stays fast (a test checks it).
 from __future__ import annotations
 
 import importlib
-import sys
 from typing import Any
 
 import typer
@@ -89,13 +88,6 @@ for _module in COMMAND_MODULES:
 
 
 def main() -> None:
-    if sys.argv[1:] in ([], ["tui"]):
-        # The usual start opens the TUI at once: Typer's handling of even the root's --version
-        # option imports pydantic (~0.2 s), which would come before the TUI's first frame.
-        from localqwen.cli.tui_cmd import tui
-
-        tui()
-        return
     app()
 
 

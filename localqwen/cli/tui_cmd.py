@@ -11,7 +11,8 @@ def register(app: typer.Typer) -> None:
 
 def tui() -> None:
     """Open the terminal UI: plugins, chat, models, jobs and settings."""
-    from localqwen.cli.common import workbench
     from localqwen.tui.app import run_tui
 
-    run_tui(workbench())
+    # No workbench here: the TUI paints its first frame, then builds it (and reports a broken
+    # config file in the UI).
+    run_tui()

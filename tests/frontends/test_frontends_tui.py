@@ -40,9 +40,10 @@ async def wait_for(pilot, condition, timeout: float = 30.0) -> None:
 
 
 async def home_ready(pilot, app) -> None:
-    """The home screen paints from metadata first; wait until the plugins are loaded."""
+    """The home screen paints from metadata first; wait until the plugins are loaded and checked
+    against the machine (marks added then would move the buttons under a click)."""
     await wait_for(pilot, lambda: getattr(app.screen, "plugins", None) is not None
-                   and app.screen.query(".action-button"))
+                   and app.screen.query(".action-button") and app.screen.fits is not None)
     await pilot.pause(0.3)  # let the recomposed layout settle before clicking
 
 

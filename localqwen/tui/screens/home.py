@@ -1,6 +1,14 @@
-"""Home: every registered plugin with its actions, and any plugin that failed to load (and why)."""
+"""Home: every registered plugin with its actions, and any plugin that failed to load (and why).
+
+It is the first screen, so it paints before anything heavy is imported: from entry-point metadata
+(names only), then a worker builds the workbench and loads the plugins, then probes the machine
+(torch) and marks each plugin whose needs this machine does not meet.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on, work
@@ -8,51 +16,103 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Header, Label, Static
 
-from localqwen.frontend_hooks import view_hook
 from localqwen.i18n import t
-from localqwen.plugin_api import Plugin
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.vocabulary.plugin_index import PluginInfo, offered_plugins, only_from_env, third_party_from_env
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api import Plugin
+    from localqwen.plugin_fit import PluginFit
+
+
+class HomeBody(VerticalScroll):
+    """The home screen's scrolling body, rebuilt on its own when the plugins arrive: the header
+    stays (Textual's header fails when it is replaced just after being mounted)."""
+
+    def __init__(self, build: Callable[[], ComposeResult], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self._build = build
+
+    def compose(self) -> ComposeResult:
+        yield from self._build()
 
 
 class HomeScreen(BaseScreen):
-    """Paints at once from entry-point metadata, then imports the plugins in a worker thread
-    (importing them can take seconds) and fills in their actions."""
+    """Paints at once from entry-point metadata; after that first frame a worker thread builds
+    the workbench, imports the plugins (seconds) and fills in their actions, then checks each
+    plugin's needs against this machine."""
 
     def __init__(self) -> None:
         super().__init__()
         self.plugins: list[Plugin] | None = None
+        self.fits: dict[str, PluginFit] | None = None  # None until the machine has been checked
 
     def compose(self) -> ComposeResult:
-        host = self.app.bench.host  # type: ignore[attr-defined]
         yield Header()
-        with VerticalScroll(id="home"):
-            yield Static(t("home.intro"), id="home-intro")
-            if self.plugins is None:
-                available = host.available()
-                yield Label(t("home.plugins", count=len(available)), classes="section-title")
-                for info in available:
-                    with Vertical(classes="plugin-card loading"):
-                        yield Label(Text(info.name, style="bold"), classes="plugin-title")
-                        yield Static(t("home.loading"), classes="muted")
-            else:
-                yield from self._plugin_cards(self.plugins)
-                yield from self._failures()
+        yield HomeBody(self._body, id="home")
         yield Footer()
+
+    def _body(self) -> ComposeResult:
+        yield Static(t("home.intro"), id="home-intro")
+        if self.plugins is None:
+            offered = self._offered()
+            yield Label(t("home.plugins", count=len(offered)), classes="section-title")
+            # One widget for the whole list: each widget more in the first frame costs time.
+            names = Text("\n").join(Text(info.name, style="bold") for info in offered)
+            yield Static(Text.assemble(names, "\n", (t("home.loading"), "dim")), id="home-offered")
+        else:
+            yield from self._plugin_cards(self.plugins)
+            yield from self._failures()
+
+    def _offered(self) -> list[PluginInfo]:
+        """The plugins to list before they load: the host's list once the workbench exists,
+        else the same list read from metadata without importing the plugin API."""
+        bench = getattr(self.app, "_bench", None)
+        if bench is not None:
+            return bench.host.available()
+        return offered_plugins(only=only_from_env(), third_party=third_party_from_env())
 
     def on_mount(self) -> None:
         if self.plugins is None:
-            self._load_plugins()
+            # After the first frame: the worker's imports would otherwise hold it back.
+            self.call_after_refresh(self._load_plugins)
 
     @work(thread=True, exclusive=True, group="load-plugins")
     def _load_plugins(self) -> None:
-        plugins = self.app.bench.host.load_all()  # type: ignore[attr-defined]
-        self.app.call_from_thread(self._show_plugins, plugins)
+        from localqwen.plugin_fit import plugin_fits
 
-    def _show_plugins(self, plugins: list[Plugin]) -> None:
+        bench = self.app.bench  # type: ignore[attr-defined]
+        plugins = bench.host.load_all()
+        self.app.call_from_thread(self._show_plugins, plugins)
+        self.app.call_from_thread(self._show_fits, plugin_fits(plugins, bench.services.device))
+
+    async def _show_plugins(self, plugins: list[Plugin]) -> None:
+        """Rebuild the body with the plugins' cards; done (cards mounted) before the worker goes on."""
         self.plugins = plugins
-        self.refresh(recompose=True)
+        await self.query_one(HomeBody).recompose()
+
+    def _show_fits(self, fits: dict[str, PluginFit]) -> None:
+        """Add each plugin's fit to its card in place (a recompose would lose the focus)."""
+        self.fits = fits
+        for plugin_id in fits:
+            notes = list(self._fit_notes(plugin_id))
+            cards = self.query(f"#plugin-{plugin_id}")
+            if notes and cards:
+                card = cards.first()
+                card.mount_all(notes, before=card.query_one(".plugin-actions"))
+
+    def _fit_notes(self, plugin_id: str) -> ComposeResult:
+        fit = (self.fits or {}).get(plugin_id)
+        if fit is None:
+            return
+        if not fit.met:
+            yield Static(t("fit.may_not_run", reason=fit.reason), classes="plugin-fit warning", id=f"fit-{plugin_id}")
+        if fit.note:
+            yield Static(fit.note, classes="plugin-fit muted", id=f"fit-note-{plugin_id}")
 
     def _plugin_cards(self, plugins: list[Plugin]) -> ComposeResult:
+        from localqwen.frontend_hooks import view_hook
+
         yield Label(t("home.plugins", count=len(plugins)), classes="section-title")
         if not plugins:
             yield Static(t("home.no_plugins"), classes="muted")
@@ -61,6 +121,7 @@ class HomeScreen(BaseScreen):
                 yield Label(Text(plugin.title, style="bold"), classes="plugin-title")
                 if plugin.description:
                     yield Static(plugin.description, classes="plugin-description")
+                yield from self._fit_notes(plugin.id)
                 with Horizontal(classes="plugin-actions"):
                     if plugin.chats:
                         yield Button(t("chat.open"), id=f"chat-{plugin.id}", classes="chat-button", variant="success")
