@@ -8,6 +8,7 @@ answer is generated in a thread and the screen takes what has arrived a few time
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from rich.text import Text
@@ -86,7 +87,8 @@ class ChatScreen(BaseScreen):
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
         wanted = getattr(self.app, "chat_plugin", None)  # set by "open this plugin's chat"
-        if self.plugins is not None and wanted and wanted != self.plugin_id and not self.busy:
+        # Only once a plugin is open: the first load opens the wanted one itself.
+        if self.plugin_id is not None and wanted and wanted != self.plugin_id and not self.busy:
             self.query_one("#chat-plugin", Select).value = wanted
 
     @work(thread=True, exclusive=True, group="chat-plugins")
@@ -190,8 +192,15 @@ class ChatScreen(BaseScreen):
             return
         self.query_one("#chat-input", Input).value = ""
         self.query_one("#chat-image", PathInput).value = ""
-        await self.show_session(self.session_id)
-        await self._stream_answer(stream)
+        await self._stream_answer(stream, self._show_question)
+
+    async def _show_question(self) -> None:
+        """Add the message just stored (its images are the stored copies) below the conversation."""
+        async with self._showing:
+            entry = self.conversations.entries(self.plugin_id, self.session_id)[-1]
+            question = ChatMessage(entry.message["role"], self._speaker_for(entry.message["role"]))
+            await self.query_one("#chat-messages", VerticalScroll).mount(question)
+            await question.replay(message_events(entry))
 
     @on(Button.Pressed, "#chat-regenerate")
     async def action_regenerate(self) -> None:
@@ -203,8 +212,8 @@ class ChatScreen(BaseScreen):
         except (ValueError, KeyError) as exc:
             self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="warning")
             return
-        await self.show_session(self.session_id)
-        await self._stream_answer(stream)
+        session_id = self.session_id
+        await self._stream_answer(stream, lambda: self.show_session(session_id))  # the old answer goes
 
     @on(Button.Pressed, "#chat-stop")
     def action_stop(self) -> None:
@@ -230,21 +239,24 @@ class ChatScreen(BaseScreen):
         self.notify(t("chat.copied"))
 
     # -- streaming ---------------------------------------------------------------------------
-    async def _stream_answer(self, stream: Any) -> None:
+    async def _stream_answer(self, stream: Any, show: Callable[[], Awaitable[None]]) -> None:
+        """Start the answer at once in its own thread, then ``show`` the question and follow it."""
+        job = run_in_background(stream)  # the model starts now; the screen catches up meanwhile
         self.busy = True
         self.query_one("#chat-stop", Button).disabled = False
         self.query_one("#chat-status", Static).update(t("chat.thinking"))
+        await show()
         bubble = ChatMessage("assistant", self.speaker)
         box = self.query_one("#chat-messages", VerticalScroll)
         await box.mount(bubble)
         box.scroll_end(animate=False)
-        self._run_stream(stream, bubble)
+        self._follow(job, bubble)
 
     @work(thread=True, exclusive=True, group="chat")
-    def _run_stream(self, stream: Any, bubble: ChatMessage) -> None:
-        # The answer is generated in its own thread; the screen takes what has arrived at most
-        # five times a second, so rendering never slows the model down.
-        for batch in paced(run_in_background(stream), UI_INTERVAL_S):
+    def _follow(self, job: Any, bubble: ChatMessage) -> None:
+        # The screen takes what has arrived at most five times a second, so rendering never slows
+        # the model down; the first batch holds everything said while the screen was catching up.
+        for batch in paced(job, UI_INTERVAL_S):
             self.app.call_from_thread(self._apply, batch, bubble)
 
     async def _apply(self, batch: list[Any], bubble: ChatMessage) -> None:
