@@ -137,12 +137,13 @@ class ChatTab:
                 ) -> Iterator[tuple[Any, ...]]:
         import gradio as gr
 
+        job = run_in_background(stream)  # the model starts now, while the page shows the question
         history = self.show(plugin_id, session_id)
         answer = AnswerMessages(allowed_roots=allowed_paths(self.bench.paths))
         cleared = {"text": "", "files": []} if clear_input else gr.update()
         yield history, cleared, f"⏳ {t('chat.thinking')}", sessions
-        # Generate in a thread; repaint at most ten times a second with what has arrived.
-        for batch in paced(run_in_background(stream), UPDATE_INTERVAL_S):
+        # Repaint at most ten times a second with what has arrived.
+        for batch in paced(job, UPDATE_INTERVAL_S):
             for event in batch:
                 answer.add(event)
             yield history + answer.messages(), gr.update(), _status(answer), gr.update()
