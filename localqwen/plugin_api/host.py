@@ -12,7 +12,6 @@ Environment switches:
 
 from __future__ import annotations
 
-import os
 import traceback
 from dataclasses import dataclass
 from importlib import metadata
@@ -20,23 +19,21 @@ from importlib import metadata
 from localqwen.plugin_api.extensions import Extensions
 from localqwen.plugin_api.plugin import Plugin
 
-ENTRY_POINT_GROUP = "localqwen.plugins"
-ONLY_ENV = "LOCALQWEN_PLUGINS"
-NO_THIRD_PARTY_ENV = "LOCALQWEN_NO_THIRD_PARTY_PLUGINS"
-BUILTIN_DISTRIBUTION = "localqwen"
+# Discovery (entry points, environment switches) lives on the ground floor so the TUI's first frame
+# can list plugins without importing this package; the host re-exports it.
+from localqwen.vocabulary.plugin_index import (
+    BUILTIN_DISTRIBUTION,
+    ENTRY_POINT_GROUP,
+    NO_THIRD_PARTY_ENV,
+    ONLY_ENV,
+    PluginInfo,
+    offered_plugins,
+    only_from_env,
+    third_party_from_env,
+)
 
-
-@dataclass(frozen=True)
-class PluginInfo:
-    """What metadata alone says about a plugin, before anything is imported."""
-
-    name: str
-    target: str
-    distribution: str
-
-    @property
-    def builtin(self) -> bool:
-        return self.distribution == BUILTIN_DISTRIBUTION
+__all__ = ["BUILTIN_DISTRIBUTION", "ENTRY_POINT_GROUP", "NO_THIRD_PARTY_ENV", "ONLY_ENV", "PluginFailure",
+           "PluginHost", "PluginInfo", "PluginLoadError"]
 
 
 @dataclass(frozen=True)
@@ -54,10 +51,10 @@ class PluginHost:
         third_party: bool | None = None,
         use_entry_points: bool = True,
     ) -> None:
-        if only is None and os.environ.get(ONLY_ENV):
-            only = {name.strip() for name in os.environ[ONLY_ENV].split(",") if name.strip()}
+        if only is None:
+            only = only_from_env()
         if third_party is None:
-            third_party = os.environ.get(NO_THIRD_PARTY_ENV, "") not in ("1", "true", "yes")
+            third_party = third_party_from_env()
         self._only = only
         self._third_party = third_party
         self._use_entry_points = use_entry_points
@@ -76,20 +73,10 @@ class PluginHost:
         """Plugins the environment offers, from metadata only (nothing is imported)."""
         infos: dict[str, PluginInfo] = {}
         if self._use_entry_points:
-            for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
-                dist = ep.dist.name if ep.dist is not None else ""
-                info = PluginInfo(name=ep.name, target=ep.value, distribution=dist)
-                if not self._wanted(info):
-                    continue
-                infos.setdefault(ep.name, info)
+            infos = {info.name: info for info in offered_plugins(only=self._only, third_party=self._third_party)}
         for plugin_id, cls in self._extra.items():
             infos[plugin_id] = PluginInfo(plugin_id, f"{cls.__module__}:{cls.__qualname__}", "(inline)")
         return sorted(infos.values(), key=lambda info: info.name)
-
-    def _wanted(self, info: PluginInfo) -> bool:
-        if self._only is not None and info.name not in self._only:
-            return False
-        return info.builtin or self._third_party
 
     # -- loading ------------------------------------------------------------------------------
     def get(self, plugin_id: str) -> Plugin:
