@@ -137,8 +137,8 @@ class ChatTab:
                 ) -> Iterator[tuple[Any, ...]]:
         import gradio as gr
 
+        history = self.show(plugin_id, session_id)  # read before the answer starts, so it is not in it
         job = run_in_background(stream)  # the model starts now, while the page shows the question
-        history = self.show(plugin_id, session_id)
         answer = AnswerMessages(allowed_roots=allowed_paths(self.bench.paths))
         cleared = {"text": "", "files": []} if clear_input else gr.update()
         yield history, cleared, f"⏳ {t('chat.thinking')}", sessions

@@ -139,13 +139,15 @@ class ChatScreen(BaseScreen):
                 if info.id == self.session_id:
                     view.index = len(view.children) - 1
 
-    async def show_session(self, session_id: int, plugin_id: str | None = None) -> None:
-        """Show one session (of ``plugin_id``, default the current plugin) from the store."""
+    async def show_session(self, session_id: int, plugin_id: str | None = None, entries: list[Any] | None = None
+                           ) -> None:
+        """Show one session (of ``plugin_id``, default the current plugin): ``entries``, or the stored ones."""
         plugin_id = plugin_id or self.plugin_id
         if plugin_id is None:
             return
         async with self._showing:  # one rebuild at a time: a second one would remove half-drawn messages
-            entries = self.conversations.entries(plugin_id, session_id)
+            if entries is None:
+                entries = self.conversations.entries(plugin_id, session_id)
             self.plugin_id, self.session_id = plugin_id, session_id
             box = self.query_one("#chat-messages", VerticalScroll)
             await box.remove_children()
@@ -192,12 +194,12 @@ class ChatScreen(BaseScreen):
             return
         self.query_one("#chat-input", Input).value = ""
         self.query_one("#chat-image", PathInput).value = ""
-        await self._stream_answer(stream, self._show_question)
+        entry = self.conversations.entries(self.plugin_id, self.session_id)[-1]  # the question, just stored
+        await self._stream_answer(stream, lambda: self._show_question(entry))
 
-    async def _show_question(self) -> None:
-        """Add the message just stored (its images are the stored copies) below the conversation."""
+    async def _show_question(self, entry: Any) -> None:
+        """Add the question below the conversation (its images are the stored copies)."""
         async with self._showing:
-            entry = self.conversations.entries(self.plugin_id, self.session_id)[-1]
             question = ChatMessage(entry.message["role"], self._speaker_for(entry.message["role"]))
             await self.query_one("#chat-messages", VerticalScroll).mount(question)
             await question.replay(message_events(entry))
@@ -212,8 +214,8 @@ class ChatScreen(BaseScreen):
         except (ValueError, KeyError) as exc:
             self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="warning")
             return
-        session_id = self.session_id
-        await self._stream_answer(stream, lambda: self.show_session(session_id))  # the old answer goes
+        session_id, entries = self.session_id, self.conversations.entries(self.plugin_id, self.session_id)
+        await self._stream_answer(stream, lambda: self.show_session(session_id, entries=entries))  # the old answer goes
 
     @on(Button.Pressed, "#chat-stop")
     def action_stop(self) -> None:
@@ -240,7 +242,8 @@ class ChatScreen(BaseScreen):
 
     # -- streaming ---------------------------------------------------------------------------
     async def _stream_answer(self, stream: Any, show: Callable[[], Awaitable[None]]) -> None:
-        """Start the answer at once in its own thread, then ``show`` the question and follow it."""
+        """Start the answer at once in its own thread, then ``show`` the question (read from the store
+        before the answer started, so not containing it) and follow the answer."""
         job = run_in_background(stream)  # the model starts now; the screen catches up meanwhile
         self.busy = True
         self.query_one("#chat-stop", Button).disabled = False
