@@ -199,6 +199,33 @@ def test_chat_handlers_plain_chat_and_images(web, monkeypatch):
     assert len(images) == 2 and images[0] == images[1]
 
 
+def test_answer_messages_render_every_chat_block(tmp_path):
+    """Events -> Chatbot messages, each block where it first appeared (no Gradio needed)."""
+    from lqf_showcase.plugin import write_png
+
+    from localqwen.plugin_api import events as ev
+    from localqwen.web.chat_messages import AnswerMessages
+
+    inside = write_png(tmp_path / "a.png")
+    view = AnswerMessages(allowed_roots=[tmp_path])
+    for event in [ev.Step(step="s", title="Search"), ev.TextDelta(text="found 2", step="s"),
+                  ev.Step(step="s", title="Search", status="failed", elapsed_s=0.5), ev.TextDelta(text="Answer "),
+                  ev.Table(columns=["a", "b|c"], rows=[[1, "x|y"]], title="T"), ev.TextDelta(text="text."),
+                  ev.Image(path=str(inside), caption="cap"), ev.Image(path="/etc/passwd"),
+                  ev.Warning(message="careful"), ev.Error(message="boom"), ev.Done(status="failed")]:
+        view.add(event)
+    assert view.messages() == [
+        {"role": "assistant", "content": "found 2", "metadata": {"title": "❌ Search", "status": "done", "duration": 0.5}},
+        {"role": "assistant", "content": "Answer text."},
+        {"role": "assistant", "content": "**T**\n\n| a | b\\|c |\n|---|---|\n| 1 | x\\|y |"},
+        {"role": "assistant", "content": {"path": str(inside), "alt_text": "cap"}},
+        {"role": "assistant", "content": "🖼 `/etc/passwd`"},  # outside the served folders: named only
+        {"role": "assistant", "content": "⚠️ careful"},
+        {"role": "assistant", "content": "❌ boom"},
+    ]
+    assert view.done.status == "failed"
+
+
 def test_launch_rules():
     assert plan_launch(port=choose_port("127.0.0.1", 20000)).host == "127.0.0.1"
     with pytest.raises(WebConfigError, match="--auth"):
