@@ -3,9 +3,10 @@
 Live, a chat view renders the plugin's events as they arrive. A reopened chat has the stored
 message (its text, image parts, tool calls) and the events shown beside it (``display``: step
 panels, tool calls, images, tables, warnings, errors); :func:`message_events` turns both into the
-same events again, so each view has one rendering path for live and reloaded answers. The store
-does not keep where the text came among those events: blocks go before the answer's text
-(an agent works, then answers), warnings and errors after it.
+same events again, so each view has one rendering path for live and reloaded answers. An empty
+answer-text event in ``display`` marks where the answer's text came among the blocks; messages
+stored before that marker existed show blocks first (an agent works, then answers), warnings and
+errors after the text.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def message_events(entry: ChatEntry) -> list[Any]:
         shown = [ev.ToolCall(name=str(call.get("function", {}).get("name", "?")),
                              arguments=dict(call.get("function", {}).get("arguments") or {}))
                  for call in message.get("tool_calls") or []]
+    marker = next((i for i, event in enumerate(shown) if _is_answer_marker(event)), None)
+    if marker is not None:
+        answer = [ev.TextDelta(text=text)] if text else []
+        return images + shown[:marker] + answer + shown[marker + 1:]
     before = [event for event in shown if not isinstance(event, _AFTER_TEXT)]
     after = [event for event in shown if isinstance(event, _AFTER_TEXT)]
     return images + before + ([ev.TextDelta(text=text)] if text else []) + after
@@ -44,3 +49,7 @@ def _event(item: dict[str, Any]) -> Any:
         return ev.event_from_json(json.dumps(item))
     except ValueError:  # written by a newer version, or hand-edited: leave it out, keep the rest
         return None
+
+
+def _is_answer_marker(event: Any) -> bool:
+    return isinstance(event, ev.TextDelta) and event.step is None and not event.text

@@ -58,7 +58,13 @@ def test_conversation_turn_stores_answer_display_and_metadata():
     answer = entries[1]
     assert answer.message["content"] == "you said hello there "
     assert answer.message["tool_calls"][0]["function"] == {"name": "count", "arguments": {"n": 0}}
-    assert [d["kind"] for d in answer.display] == ["step", "tool_call"]
+    # The empty text event marks where the answer came, so a reloaded chat keeps the live order.
+    assert [d["kind"] for d in answer.display] == ["step", "tool_call", "text"]
+    from localqwen.chat_replay import message_events
+
+    replayed = message_events(answer)
+    assert [e.kind for e in replayed] == ["step", "tool_call", "text"]
+    assert replayed[-1].text == "you said hello there "
     assert talk.store("parrot").metadata(session) == {"turns": 1}
     # The second turn sees the first one as history, and the metadata it left.
     events = list(talk.send("parrot", session, "again"))

@@ -107,7 +107,7 @@ def paced(job: Job, interval: float) -> Iterator[list[Any]]:
     while True:
         wait = max(0.0, last + interval - time.monotonic())
         if wait and not job.finished:
-            time.sleep(wait)
+            job.wait(wait)  # not sleep: the last batch must come at once when the job ends early
         batch, cursor, finished = job.wait_events(cursor, timeout=interval)
         if batch:
             last = time.monotonic()

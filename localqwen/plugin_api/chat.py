@@ -99,6 +99,8 @@ class TurnRecord:
 
     def see(self, event: Any) -> None:
         if isinstance(event, ev.TextDelta) and event.step is None:
+            if not self.text:  # marks where the answer came among the blocks, for a faithful reload
+                self.display.append(ev.TextDelta(text="").model_dump())
             self.text.append(event.text)
         elif isinstance(event, ev.TextDelta):  # a step panel's text: one stored event, not one per token
             last = self.display[-1] if self.display else None

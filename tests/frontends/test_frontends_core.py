@@ -110,7 +110,7 @@ def test_plain_chat_streams_saves_regenerates_and_stops(tmp_path, monkeypatch):
     assert Path(stored_image).parent == bench.paths.uploads_dir / "chat" / str(session)  # a copy, in uploads
     assert Path(stored_image).read_bytes() == image.read_bytes()
     assert entries[1].message["tool_calls"][0]["function"] == {"name": "measure", "arguments": {"shape": "square"}}
-    assert [item["kind"] for item in entries[1].display] == ["tool_call"]  # shown again on reload
+    assert [item["kind"] for item in entries[1].display] == ["text", "tool_call"]  # shown again on reload, in order
     # Regenerate replaces the answer instead of adding a second one.
     list(chat.regenerate("chat", session))
     assert [e.message["role"] for e in chat.entries("chat", session)] == ["user", "assistant"]
