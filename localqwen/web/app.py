@@ -143,8 +143,8 @@ def home_markdown(bench: Workbench, plugins: list[Plugin], fits: dict[str, Plugi
     if not plugins:
         lines.append(t("home.no_plugins"))
     for plugin in plugins:
-        actions = ", ".join(a.title for a in plugin.actions())
-        lines.append(f"- **{plugin.title}** (`{plugin.id}`): {plugin.description} — {actions}")
+        offers = [a.title for a in plugin.actions()] + ([t("nav.chat")] if plugin.chats else [])
+        lines.append(f"- **{plugin.title}** (`{plugin.id}`): {plugin.description} — {', '.join(offers)}")
         fit = (fits or {}).get(plugin.id)
         if fit is not None and not fit.met:
             lines.append(f"  - {t('fit.may_not_run', reason=fit.reason)}")
