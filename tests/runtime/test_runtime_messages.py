@@ -8,7 +8,8 @@ import pytest
 
 from localqwen.runtime.engine import GenerationSettings, parse_tool_calls
 from localqwen.runtime.engine.messages import StopScanner, check_messages, to_openai_messages
-from localqwen.runtime.engine.remote_backend import _server_sent_events, _structured_call
+from localqwen.runtime.engine.remote_backend import _server_sent_events
+from localqwen.runtime.engine.streaming import _structured_call
 from localqwen.runtime.engine.tool_calls import split_reasoning
 
 
