@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, Footer, Header, Label, Static
+from textual.widgets import Button, Footer, Label, Static
 
 from localqwen.i18n import t
 from localqwen.jobs import Job, paced
@@ -17,6 +17,7 @@ from localqwen.plugin_api import Action, FormError, Plugin, PluginLoadError
 from localqwen.tui.event_view import EventView
 from localqwen.tui.form_renderer import FormView
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.tui.widgets.app_header import AppHeader
 
 UI_INTERVAL_S = 0.1
 
@@ -54,7 +55,7 @@ class ActionScreen(BaseScreen):
         self.job: Job | None = None
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield AppHeader()
         with Horizontal(id="action-layout"):
             with VerticalScroll(id="form-pane"):
                 yield Label(f"{self.plugin.title} › {self.action_def.title}", classes="section-title")

@@ -16,7 +16,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Header, Input, Label, ListItem, ListView, Select, Static
+from textual.widgets import Button, Footer, Input, Label, ListItem, ListView, Select, Static
 
 from localqwen.chat_replay import message_events
 from localqwen.i18n import t
@@ -25,6 +25,7 @@ from localqwen.plugin_api import CancelToken, Plugin
 from localqwen.plugin_api import events as ev
 from localqwen.storage.chat_store import message_text
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.tui.widgets.app_header import AppHeader
 from localqwen.tui.widgets.chat_message import ChatMessage
 from localqwen.tui.widgets.path_picker import PathInput
 
@@ -60,7 +61,7 @@ class ChatScreen(BaseScreen):
         return titles.get(self.plugin_id or "", t("chat.role_assistant"))
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield AppHeader()
         with Horizontal(id="chat-layout"):
             with Vertical(id="chat-sidebar"):
                 yield Label(t("chat.plugin"), classes="field-label")

@@ -14,10 +14,11 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, Footer, Header, Label, Static
+from textual.widgets import Button, Footer, Label, Static
 
 from localqwen.i18n import t
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.tui.widgets.app_header import AppHeader
 from localqwen.vocabulary.plugin_index import PluginInfo, offered_plugins, only_from_env, third_party_from_env
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ class HomeScreen(BaseScreen):
         self.fits: dict[str, PluginFit] | None = None  # None until the machine has been checked
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield AppHeader()
         yield HomeBody(self._body, id="home")
         yield Footer()
 

@@ -9,13 +9,14 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, DataTable, Footer, Header, Label, Static
+from textual.widgets import Button, DataTable, Footer, Label, Static
 
 from localqwen.i18n import t
 from localqwen.jobs import Job
 from localqwen.tui.event_view import EventView
 from localqwen.tui.screens.action import follow_job
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.tui.widgets.app_header import AppHeader
 
 REFRESH_S = 0.5
 
@@ -35,7 +36,7 @@ class JobsScreen(BaseScreen):
     ]
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield AppHeader()
         with Vertical(id="jobs"):
             yield Label(t("jobs.title"), classes="section-title")
             yield Static(t("jobs.help"), classes="muted")
@@ -115,7 +116,7 @@ class JobScreen(BaseScreen):
 
     def compose(self) -> ComposeResult:
         record = self.app.jobs.record(self.job_id)  # type: ignore[attr-defined]
-        yield Header()
+        yield AppHeader()
         with Vertical(id="job-detail"):
             yield Label(record.title if record else self.job_id, classes="section-title")
             with Horizontal(classes="buttons"):

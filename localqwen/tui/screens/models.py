@@ -8,7 +8,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
-from textual.widgets import Button, DataTable, Footer, Header, Label, Markdown, Select, Static
+from textual.widgets import Button, DataTable, Footer, Label, Markdown, Select, Static
 
 from localqwen.i18n import t
 from localqwen.runtime_info import (
@@ -19,13 +19,14 @@ from localqwen.runtime_info import (
     model_targets,
 )
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.tui.widgets.app_header import AppHeader
 
 
 class ModelsScreen(BaseScreen):
     BINDINGS = [Binding("ctrl+r", "reload", "Refresh", id="models.refresh")]
 
     def compose(self) -> ComposeResult:
-        yield Header()
+        yield AppHeader()
         with VerticalScroll(id="models"):
             yield Label(t("models.device"), classes="section-title")
             yield Markdown("", id="device-report")

@@ -5,10 +5,11 @@ from __future__ import annotations
 from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import Footer, Header, Label, Select, Static
+from textual.widgets import Footer, Label, Select, Static
 
 from localqwen.i18n import LANGUAGES, current_language, t
 from localqwen.tui.screens.base import BaseScreen
+from localqwen.tui.widgets.app_header import AppHeader
 
 
 class SettingsScreen(BaseScreen):
@@ -16,7 +17,7 @@ class SettingsScreen(BaseScreen):
         bench = self.app.bench  # type: ignore[attr-defined]
         setting = bench.config.app.language
         options = [(t("settings.language_auto"), "auto")] + [(name, code) for code, name in LANGUAGES.items()]
-        yield Header()
+        yield AppHeader()
         with Vertical(id="settings"):
             yield Label(t("settings.title"), classes="section-title")
             yield Label(t("settings.language"), classes="field-label")
