@@ -20,6 +20,7 @@ COMMAND_MODULES = [
     "localqwen.cli.config_cmd",
     "localqwen.cli.tui_cmd",
     "localqwen.cli.web_cmd",
+    "localqwen.cli.serve_cmd",
     "localqwen.cli.train_cmd",
     "localqwen.cli.doctor_cmd",
     "localqwen.cli.models_cmd",
