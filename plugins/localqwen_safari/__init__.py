@@ -1,0 +1,1 @@
+"""Safari: a seeded grid world where a vision agent finds animals by calling tools."""

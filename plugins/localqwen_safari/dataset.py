@@ -1,0 +1,94 @@
+"""Expert episodes as training data, in two files beside an ``images/`` folder:
+
+- ``dataset.jsonl``: one row per turn in the seed's shape (``image_file``, ``system_prompt``,
+  ``context_text``, ``thought``, ``tool_calls``) plus episode, mission and turn;
+- ``conversations.jsonl``: the same turns as Qwen3-VL chat rows for ``localqwen train``
+  (``{"messages": [system, user(image + context), assistant("Thought: ..." + tool_calls)],
+  "tools": [...]}``), the row format of ``localqwen.training.data``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from localqwen.vocabulary import events as ev
+from localqwen_safari.episode import Episode, tool_schemas
+from localqwen_safari.missions import KINDS, mission_for_seed
+from localqwen_safari.playing import play_turns
+from localqwen_safari.policies import expert
+from localqwen_safari.prompts import SYSTEM_PROMPT
+
+DATASET_FILE = "dataset.jsonl"
+CONVERSATIONS_FILE = "conversations.jsonl"
+TRAIN_SEED_START = 100_000  # far from the evaluation seeds (1000-1299 in the README)
+
+
+def generate(out_dir: Path, episodes: int, *, kind: str = "both",
+             seed_start: int = TRAIN_SEED_START) -> Iterator[Any]:
+    """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict."""
+    if episodes < 1:
+        raise ValueError(f"episodes must be at least 1, got {episodes}")
+    kinds = list(KINDS) if kind == "both" else [kind]
+    if any(k not in KINDS for k in kinds):
+        raise ValueError(f"unknown mission kind {kind!r} (expected one of {', '.join(KINDS)} or both)")
+    out_dir = Path(out_dir).expanduser()
+    images = out_dir / "images"
+    images.mkdir(parents=True, exist_ok=True)
+    tools = tool_schemas()
+    tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message="expert episodes")
+    rows = successes = 0
+    with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
+            open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows:
+        for index in range(episodes):
+            mission = mission_for_seed(kinds[index % len(kinds)], seed_start + index)
+            episode = Episode.start(mission)
+            for turn in play_turns(episode, expert, render=True):
+                image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
+                assert turn.view is not None
+                (out_dir / image_file).write_bytes(turn.view)
+                calls = [{"name": name, "arguments": arguments} for name, arguments in turn.decision.calls]
+                seed_rows.write(json.dumps({
+                    "episode": index, "mission": mission.id, "kind": mission.kind, "turn": turn.number,
+                    "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": turn.context,
+                    "thought": turn.decision.thought, "tool_calls": calls,
+                    "results": [run.result for run in turn.runs]}, ensure_ascii=False) + "\n")
+                chat_rows.write(json.dumps(conversation_row(image_file, turn.context, turn.decision.thought, calls,
+                                                            tools), ensure_ascii=False) + "\n")
+                rows += 1
+            successes += episode.success
+            if index % 20 == 19 or index == episodes - 1:
+                yield tracker.update(index + 1)
+    return {"episodes": episodes, "rows": rows, "expert_success_rate": round(successes / episodes, 4),
+            "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
+            "images": str(images)}
+
+
+def conversation_row(image: str, context: str, thought: str, calls: list[dict[str, Any]],
+                     tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """One turn as a Qwen3-VL chat row: the tool calls are structured ``tool_calls`` (the chat
+    template writes them as ``<tool_call>`` blocks), not text after the Thought."""
+    return {
+        "messages": [
+            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": context}]},
+            {"role": "assistant", "content": f"Thought: {thought}",
+             "tool_calls": [{"type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
+                            for call in calls]},
+        ],
+        "tools": tools,
+    }
+
+
+def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
+                      seed_start: int = TRAIN_SEED_START) -> Path:
+    """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""
+    stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start)
+    try:
+        while True:
+            next(stream)
+    except StopIteration:
+        pass
+    return Path(out_dir) / CONVERSATIONS_FILE

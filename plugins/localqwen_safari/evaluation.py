@@ -1,0 +1,94 @@
+"""Score a policy on a set of missions: success (with a 95% Wilson interval), turns, valid tool
+calls, agreement with the expert on the same states, Thought-Action consistency, false finds."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from localqwen_safari.episode import Episode
+from localqwen_safari.missions import Mission
+from localqwen_safari.playing import play_turns
+from localqwen_safari.policies import Policy, expert, thought_consistent
+
+
+@dataclass
+class Tally:
+    episodes: int = 0
+    successes: int = 0
+    turns_all: int = 0
+    turns_success: int = 0
+    calls: int = 0
+    valid_calls: int = 0
+    turns_scored: int = 0
+    agreements: int = 0
+    consistent: int = 0
+    declares: int = 0
+    false_declares: int = 0
+
+    def add(self, episode: Episode, agreements: int, consistent: int) -> None:
+        self.episodes += 1
+        self.successes += episode.success
+        self.turns_all += episode.turn
+        self.turns_success += episode.turn if episode.success else 0
+        self.calls += episode.calls
+        self.valid_calls += episode.valid_calls
+        self.turns_scored += episode.turn
+        self.agreements += agreements
+        self.consistent += consistent
+        self.declares += episode.declares
+        self.false_declares += episode.false_declares
+
+    def metrics(self) -> dict[str, float | int | list[float]]:
+        low, high = wilson_interval(self.successes, self.episodes)
+        avg_all = self.turns_all / self.episodes if self.episodes else 0.0
+        return {
+            "episodes": self.episodes,
+            "success_rate": _ratio(self.successes, self.episodes),
+            "success_ci95": [round(low, 4), round(high, 4)],
+            # turns on successful episodes (how fast it wins); all episodes when none succeeded
+            "avg_turns": round(self.turns_success / self.successes if self.successes else avg_all, 3),
+            "avg_turns_all": round(avg_all, 3),
+            "valid_tool_calls": _ratio(self.valid_calls, self.calls),
+            "action_agreement": _ratio(self.agreements, self.turns_scored),
+            "thought_consistency": _ratio(self.consistent, self.turns_scored),
+            "false_declare_rate": _ratio(self.false_declares, self.declares),
+        }
+
+
+def wilson_interval(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
+    """The 95% Wilson score interval for a success rate (sane at 0% and 100%, unlike p ± 2 SE)."""
+    if total == 0:
+        return 0.0, 0.0
+    p = successes / total
+    centre = p + z * z / (2 * total)
+    spread = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
+    denominator = 1 + z * z / total
+    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
+
+
+def evaluate(policy: Policy, missions: Iterable[Mission]) -> Tally:
+    """Play every mission with ``policy`` and score it."""
+    tally = Tally()
+    for mission in missions:
+        play_scored(tally, policy, mission)
+    return tally
+
+
+def play_scored(tally: Tally, policy: Policy, mission: Mission) -> Episode:
+    """Play one mission into ``tally``; the expert is asked on each state the policy saw (teacher
+    forcing) for the agreement score."""
+    episode = Episode.start(mission)
+    agreements = consistent = 0
+    teacher = None if policy is expert else expert  # the expert is deterministic: it agrees with itself
+    for turn in play_turns(episode, policy, teacher=teacher):
+        reference = turn.reference or turn.decision
+        agreements += turn.decision.action() == reference.action()
+        consistent += thought_consistent(turn.decision)
+    tally.add(episode, agreements, consistent)
+    return episode
+
+
+def _ratio(part: int, whole: int) -> float:
+    return round(part / whole, 4) if whole else 0.0

@@ -1,0 +1,34 @@
+"""Play an episode turn by turn with any policy, keeping what each turn saw and did."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from localqwen.runtime.tool_loop import ToolRun
+from localqwen_safari.episode import Episode
+from localqwen_safari.policies import Decision, Policy
+from localqwen_safari.render import render_view
+
+
+@dataclass
+class Turn:
+    number: int  # 1-based
+    context: str  # the text the policy read
+    view: bytes | None  # the view image it saw (when rendering)
+    decision: Decision
+    runs: list[ToolRun]
+    reference: Decision | None = None  # what the teacher (the expert) would have done in the same state
+
+
+def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
+               teacher: Policy | None = None) -> Iterator[Turn]:
+    """Yield each turn after it ran, until the episode is over. ``teacher`` is asked on the very
+    state the policy saw (teacher forcing), before the policy's calls change it."""
+    while not episode.done:
+        context = episode.context_text()
+        view = render_view(episode) if render else None
+        reference = teacher(episode) if teacher is not None else None
+        decision = policy(episode)
+        runs = episode.play_turn(decision.calls)
+        yield Turn(episode.turn, context, view, decision, runs, reference)

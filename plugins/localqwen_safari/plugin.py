@@ -1,0 +1,179 @@
+"""The Safari plugin: play a mission, generate expert training data, evaluate policies.
+
+The world, missions, policies and scoring live in the sibling modules; this file turns forms into
+event streams (``localqwen run safari play|generate|evaluate``, the TUI and the web view).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
+from localqwen.plugin_api import events as ev
+
+PolicyName = Literal["expert", "greedy", "random"]
+KindName = Literal["find-one", "find-two"]
+
+
+class PlayForm(Form):
+    policy: PolicyName = field("expert", label="Policy", help="Who plays: the expert, greedy or random.")
+    kind: KindName = field("find-one", label="Mission", help="find-one: one species; find-two: two, in order.")
+    seed: int = field(7, label="Seed", ge=0, help="The world and targets; the same seed plays the same way.")
+    missions: Path | None = field(None, label="Mission file", widget="file", advanced=True,
+                                  help="A missions JSONL file; plays the mission named below instead of the seed.")
+    mission_id: str = field("", label="Mission id", advanced=True, help="Which mission of the file (default: the first).")
+    output_dir: Path | None = field(None, label="Images folder", widget="folder", advanced=True,
+                                    help="Where the view and map images go; empty = the plugin's outputs.")
+
+
+class GenerateForm(Form):
+    episodes: int = field(2000, label="Episodes", ge=1, le=1_000_000)
+    output_dir: Path | None = field(None, label="Output folder", widget="folder",
+                                    help="dataset.jsonl, conversations.jsonl and images/; empty = the plugin's outputs.")
+    kind: Literal["both", "find-one", "find-two"] = field("both", label="Missions", help="both = alternate kinds.")
+    seed_start: int = field(100_000, label="First seed", ge=0, advanced=True,
+                            help="Episode i uses seed first+i; keep it away from your evaluation seeds.")
+
+
+class EvaluateForm(Form):
+    policy: list[PolicyName] = field(default_factory=lambda: ["expert"], label="Policies",
+                                     help="One or more (repeat --policy); each runs on the same missions.")
+    compare: bool = field(False, label="Compare with all baselines",
+                          help="Also run random, greedy and expert side by side.")
+    kind: Literal["find-one", "find-two", "both"] = field("find-one", label="Mission kind")
+    seeds: str = field("1000-1299", label="Seeds", help="e.g. 1000-1299 or 1,2,10-12 (generated missions).")
+    missions: Path | None = field(None, label="Mission file", widget="file",
+                                  help="A missions JSONL file instead of seeds; scored per kind.")
+
+
+class Safari(Plugin):
+    id = "safari"
+    title = "Safari"
+    description = "A seeded grid world where a vision agent finds animals with tool calls: play, make data, evaluate."
+    requirements = Requirements(task="none")
+
+    def register(self, extensions: Extensions) -> None:
+        from localqwen_safari.dataset import build_safari_data
+
+        extensions.add_data_source("safari", "Safari expert episodes (view image + context -> Thought + tool calls)",
+                                   build_safari_data)
+
+    # -- play -------------------------------------------------------------------------------------
+    @action(form=PlayForm, title="Play a mission", description="Watch a policy play one mission turn by turn.")
+    def play(self, form: PlayForm, ctx: Context):
+        from localqwen_safari.episode import Episode
+        from localqwen_safari.playing import play_turns
+        from localqwen_safari.policies import get_policy
+        from localqwen_safari.render import render_map
+
+        mission = _pick_mission(form)
+        policy = get_policy(form.policy)
+        out = (form.output_dir or ctx.outputs_dir / f"play-{mission.id}-{form.policy}").expanduser()
+        out.mkdir(parents=True, exist_ok=True)
+        episode = Episode.start(mission)
+        yield ev.Log(message=f"{mission.id}: {mission.describe()} {form.policy} plays, "
+                             f"{mission.max_turns} turns at most.")
+        for turn in play_turns(episode, policy, render=True):
+            ctx.cancel.raise_if_cancelled()
+            step = f"turn-{turn.number}"
+            yield ev.Step(step=step, title=f"Turn {turn.number}", detail=turn.context)
+            view_path, map_path = out / f"view_{turn.number:02d}.png", out / f"map_{turn.number:02d}.png"
+            assert turn.view is not None
+            view_path.write_bytes(turn.view)
+            map_path.write_bytes(render_map(episode))
+            yield ev.Image(path=str(view_path), caption=f"Turn {turn.number}: the agent's view")
+            yield ev.TextDelta(text=f"Thought: {turn.decision.thought}\n", step=step)
+            for run in turn.runs:
+                yield run.event()
+            yield ev.Image(path=str(map_path), caption=f"After turn {turn.number}: the map and the path")
+            yield ev.Step(step=step, title=f"Turn {turn.number}", status="finished",
+                          detail="; ".join(run.result for run in turn.runs) or "no tool call")
+        result = {"mission": mission.id, "kind": mission.kind, "targets": list(mission.targets),
+                  "policy": form.policy, "success": episode.success, "outcome": episode.outcome,
+                  "turns": episode.turn, "found": list(episode.found), "notepad": episode.notepad,
+                  "path": [list(cell) for cell in episode.path], "images": str(out)}
+        yield ev.Done(result=result, summary=f"{form.policy} on {mission.id}: {episode.outcome} "
+                                             f"after {episode.turn} turns")
+
+    # -- generate ---------------------------------------------------------------------------------
+    @action(form=GenerateForm, title="Generate training data",
+            description="Expert episodes as dataset.jsonl + Qwen3-VL conversation rows with the tool schema.")
+    def generate(self, form: GenerateForm, ctx: Context):
+        from localqwen_safari.dataset import generate
+
+        out = (form.output_dir or ctx.outputs_dir / "dataset").expanduser()
+        summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start), ctx)
+        yield ev.FileWritten(path=summary["dataset"], description="expert turns (seed format)")
+        yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
+        yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "
+                                              f"(expert success {summary['expert_success_rate']:.0%}) in {out}")
+
+    # -- evaluate ---------------------------------------------------------------------------------
+    @action(form=EvaluateForm, title="Evaluate policies",
+            description="Success (95% interval), turns, valid calls, expert agreement, Thought-Action consistency.")
+    def evaluate(self, form: EvaluateForm, ctx: Context):
+        from localqwen_safari.evaluation import Tally, play_scored
+        from localqwen_safari.missions import KINDS, load_missions, mission_for_seed, parse_seeds
+        from localqwen_safari.policies import POLICIES
+
+        if form.missions is not None:
+            missions = load_missions(form.missions)
+        else:
+            kinds = list(KINDS) if form.kind == "both" else [form.kind]
+            seeds = parse_seeds(form.seeds)
+            missions = [mission_for_seed(kind, seed) for kind in kinds for seed in seeds]
+        policies = list(dict.fromkeys(form.policy + (list(POLICIES) if form.compare else [])))
+        by_kind: dict[str, list[Any]] = {}
+        for mission in missions:
+            by_kind.setdefault(mission.kind, []).append(mission)
+        tracker = ev.ProgressTracker(len(missions) * len(policies), unit="episodes", task="evaluate")
+        runs = []
+        for name in policies:
+            for kind, group in by_kind.items():
+                started = time.monotonic()
+                tally = Tally()
+                for number, mission in enumerate(group, 1):
+                    ctx.cancel.raise_if_cancelled()
+                    play_scored(tally, POLICIES[name], mission)
+                    if number % 10 == 0 or number == len(group):
+                        yield tracker.advance(10 if number % 10 == 0 else number % 10, message=f"{name} on {kind}")
+                runs.append({"policy": name, "kind": kind, **tally.metrics(),
+                             "seconds": round(time.monotonic() - started, 2)})
+        columns = ["policy", "kind", "episodes", "success_rate", "success_ci95", "avg_turns", "valid_tool_calls",
+                   "action_agreement", "thought_consistency", "false_declare_rate"]
+        yield ev.Table(title="Safari evaluation", columns=columns,
+                       rows=[[run[c] if c != "success_ci95" else f"{run[c][0]:.2f}-{run[c][1]:.2f}" for c in columns]
+                             for run in runs])
+        result: dict[str, Any] = {"runs": runs, "missions": len(missions)}
+        if len(runs) == 1:
+            result.update({key: value for key, value in runs[0].items() if key not in result})
+        best = ", ".join(f"{run['policy']}/{run['kind']} {run['success_rate']:.0%}" for run in runs)
+        yield ev.Done(result=result, summary=f"success: {best}")
+
+
+def _pick_mission(form: PlayForm) -> Any:
+    from localqwen_safari.missions import load_missions, mission_for_seed
+
+    if form.missions is None:
+        return mission_for_seed(form.kind, form.seed)
+    missions = load_missions(form.missions)
+    if not form.mission_id:
+        return missions[0]
+    for mission in missions:
+        if mission.id == form.mission_id:
+            return mission
+    raise ValueError(f"no mission {form.mission_id!r} in {form.missions} "
+                     f"(ids: {', '.join(m.id for m in missions[:10])})")
+
+
+def _checked(stream: Any, ctx: Context) -> Any:
+    """Relay a generator's events, stopping between them on cancel; returns its return value."""
+    while True:
+        ctx.cancel.raise_if_cancelled()
+        try:
+            event = next(stream)
+        except StopIteration as stop:
+            return stop.value
+        yield event

@@ -1,0 +1,252 @@
+"""Scripted players: ``random``, ``greedy`` and ``expert``.
+
+Each policy is a pure function of what the agent could know (the episode's current view, the
+cells it has had in view, its notepad, the results it read) and returns a :class:`Decision`: a
+``Thought`` and the turn's tool calls. None of them peeks at parts of the map it has not seen.
+Randomness comes from ``random.Random`` seeded with the mission id and turn, so a replay is
+identical. The expert's Thought states its move as ``I move <direction> <n> step(s)``, which
+:func:`thought_moves` reads back to check that the Thought and the call agree.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
+from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
+
+_SIGHTING = re.compile(r"\b(" + "|".join(SPECIES) + r") at \((\d+), (\d+)\)")
+TURN_COST = 12  # unseen cells an extra turn of walking must be worth (tuned on seeds 1000-1099)
+_STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
+
+
+@dataclass
+class Decision:
+    thought: str
+    calls: list[Call] = field(default_factory=list)
+
+    def action(self) -> list[Call]:
+        """What the agent does in the world (notepad writing left out): compared for agreement."""
+        return [(name, args) for name, args in self.calls if name != "update_notepad"]
+
+
+Policy = Callable[[Episode], Decision]
+
+
+def thought_moves(thought: str) -> list[tuple[str, int]]:
+    """The moves a Thought states, as (direction, steps)."""
+    return [(direction, int(steps)) for direction, steps in _STATED_MOVE.findall(thought)]
+
+
+def thought_consistent(decision: Decision) -> bool:
+    """The Thought's stated moves are exactly the turn's move calls (none stated = none made)."""
+    made = [(args.get("direction"), args.get("steps")) for name, args in decision.calls if name == "move"]
+    return thought_moves(decision.thought) == made
+
+
+# -- what the agent sees and remembers ---------------------------------------------------------
+def visible_animals(episode: Episode) -> list[tuple[str, Cell]]:
+    view = set(episode.view_cells())
+    return [(a.species, a.cell) for a in episode.world.animals if a.cell in view]
+
+
+def notepad_sightings(notepad: str) -> list[tuple[str, Cell]]:
+    return [(species, (int(r), int(c))) for species, r, c in _SIGHTING.findall(notepad)]
+
+
+def _notepad_text(sightings: list[tuple[str, Cell]]) -> str:
+    if not sightings:
+        return ""
+    order = {name: i for i, name in enumerate(SPECIES)}
+    ordered = sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
+    return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in ordered) + "."
+
+
+def _offset_text(here: Cell, there: Cell) -> str:
+    dr, dc = there[0] - here[0], there[1] - here[1]
+    parts = []
+    if dr:
+        parts.append(f"{abs(dr)} row{'s' * (abs(dr) != 1)} {'down' if dr > 0 else 'up'}")
+    if dc:
+        parts.append(f"{abs(dc)} col{'s' * (abs(dc) != 1)} {'right' if dc > 0 else 'left'}")
+    return " and ".join(parts) or "right here"
+
+
+def _move_text(direction: str, steps: int) -> str:
+    return f"I move {direction} {steps} step{'s' * (steps != 1)}"
+
+
+def _a(species: str) -> str:
+    return ("an " if species[0] in "aeiou" else "a ") + species
+
+
+def _near(a: Cell, b: Cell) -> bool:
+    return abs(a[0] - b[0]) <= 1 and abs(a[1] - b[1]) <= 1
+
+
+def _found_calls(episode: Episode, species: str) -> list[Call]:
+    calls: list[Call] = [("declare_found", {"species": species})]
+    if [t for t in episode.mission.targets if t not in episode.found] == [species]:
+        calls.append(("declare_done", {}))
+    return calls
+
+
+# -- the expert --------------------------------------------------------------------------------
+def expert(episode: Episode) -> Decision:
+    """Walks to the current target once it has ever seen it (its notepad remembers sightings);
+    otherwise sweeps towards the reachable ground that shows the most unseen cells."""
+    here = episode.position
+    visible = visible_animals(episode)
+    sightings = notepad_sightings(episode.notepad) + visible
+    calls: list[Call] = []
+    notepad = _notepad_text(sightings)
+    if notepad and notepad != episode.notepad:
+        calls.append(("update_notepad", {"text": notepad}))
+    seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \
+        else "I see no animals."
+    target = episode.current_target
+    if target is None:
+        return Decision(f"{seen_text} Every target is found, so I finish.", calls + [("declare_done", {})])
+    known = sorted((cell for species, cell in sightings if species == target),
+                   key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
+    if known:
+        spot = known[0]
+        if _near(here, spot):
+            last = len(_found_calls(episode, target)) == 2
+            return Decision(f"{seen_text} The {target} at ({spot[0]}, {spot[1]}) is within one cell of me, so I "
+                            f"declare it found{' and finish' if last else ''}.", calls + _found_calls(episode, target))
+        reach = _turn_search(episode, optimistic=True)
+        goals = [cell for cell in reach if _near(cell, spot)]
+        if goals:
+            goal = min(goals, key=lambda cell: (reach[cell][0], cell))
+            direction, steps = reach[goal][1]
+            where = "remembered from my notepad" if (target, spot) not in visible else "in view"
+            return Decision(f"{seen_text} The {target} ({where}) is at ({spot[0]}, {spot[1]}), "
+                            f"{_offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
+                            calls + [("move", {"direction": direction, "steps": steps})])
+    reach = _turn_search(episode, optimistic=False)
+    goal = _exploration_goal(episode, reach)
+    if goal is not None:
+        direction, steps = reach[goal][1]
+        return Decision(f"{seen_text} I have not seen {_a(target)} yet. The most unexplored ground I can reach is "
+                        f"around ({goal[0]}, {goal[1]}), {_offset_text(here, goal)}. "
+                        f"{_move_text(direction, steps)} to explore.",
+                        calls + [("move", {"direction": direction, "steps": steps})])
+    direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
+    return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
+                    calls + [("move", {"direction": direction, "steps": 1})])
+
+
+def _passable(episode: Episode, cell: Cell, *, optimistic: bool = False) -> bool:
+    """Land without an animal, as far as the agent knows (unseen cells count only when optimistic)."""
+    world = episode.world
+    if not world.inside(cell):
+        return False
+    if cell not in episode.seen:
+        return optimistic
+    return world.ground(cell) == LAND and world.animal_at(cell) is None
+
+
+def _turn_search(episode: Episode, *, optimistic: bool) -> dict[Cell, tuple[int, tuple[str, int]]]:
+    """Every cell reachable by moves (1-4 steps in one direction over passable cells), with the
+    fewest turns it takes and the first move on the way. Breadth first in a fixed order, so ties
+    always resolve the same way. Turns, not steps, are what a mission runs out of."""
+    world = episode.world
+    # the cells one may walk on, as far as the agent knows, gathered once rather than per step
+    open_cells = {cell for cell in episode.seen if world.ground(cell) == LAND and world.animal_at(cell) is None}
+    if optimistic:
+        rows, cols = world.size
+        closed = episode.seen - open_cells
+        open_cells = {(r, c) for r in range(rows) for c in range(cols)} - closed
+    reach: dict[Cell, tuple[int, tuple[str, int]]] = {}
+    queue: deque[tuple[Cell, int, tuple[str, int] | None]] = deque([(episode.position, 0, None)])
+    done = {episode.position}
+    steps_and_moves = [(direction, dr, dc) for direction, (dr, dc) in MOVES.items()]
+    while queue:
+        (row, col), turns, first = queue.popleft()
+        for direction, dr, dc in steps_and_moves:
+            for steps in range(1, MAX_STEPS + 1):
+                nxt = (row + dr * steps, col + dc * steps)
+                if nxt not in open_cells:
+                    break
+                if nxt in done:
+                    continue
+                done.add(nxt)
+                move = first or (direction, steps)
+                reach[nxt] = (turns + 1, move)
+                queue.append((nxt, turns + 1, move))
+    return reach
+
+
+def _exploration_goal(episode: Episode, reach: dict[Cell, tuple[int, tuple[str, int]]]) -> Cell | None:
+    """The reachable known cell whose view would show the most unseen cells, less a cost per turn away."""
+    rows, cols = episode.world.size
+    # unseen cells summed over any rectangle with an integral image
+    total = [[0] * (cols + 1) for _ in range(rows + 1)]
+    for r in range(rows):
+        running = 0
+        for c in range(cols):
+            running += (r, c) not in episode.seen
+            total[r + 1][c + 1] = total[r][c + 1] + running
+    best, best_score = None, 0
+    for (r, c), (turns, _move) in reach.items():
+        top, left = max(0, r - VIEW_BEFORE), max(0, c - VIEW_BEFORE)
+        bottom, right = min(rows, r - VIEW_BEFORE + VIEW), min(cols, c - VIEW_BEFORE + VIEW)
+        unseen = total[bottom][right] - total[top][right] - total[bottom][left] + total[top][left]
+        score = unseen - TURN_COST * turns
+        if unseen and score > best_score:
+            best, best_score = (r, c), score
+    return best
+
+
+# -- the baselines -----------------------------------------------------------------------------
+def greedy(episode: Episode) -> Decision:
+    """Walks straight at the current target while it is in view; otherwise wanders at random. No memory."""
+    rng = random.Random(f"greedy-{episode.mission.id}-{episode.turn}")
+    here = episode.position
+    target = episode.current_target
+    if target is None:
+        return Decision("Every target is found, so I finish.", [("declare_done", {})])
+    spots = sorted((cell for species, cell in visible_animals(episode) if species == target),
+                   key=lambda cell: abs(cell[0] - here[0]) + abs(cell[1] - here[1]))
+    stuck = any(run.name == "move" and " 0 of " in run.result for run in episode.last_runs)
+    if spots and _near(here, spots[0]):
+        return Decision(f"The {target} is next to me, so I declare it found.", _found_calls(episode, target))
+    if spots and not stuck:
+        dr, dc = spots[0][0] - here[0], spots[0][1] - here[1]
+        if abs(dr) >= abs(dc):
+            direction, steps = ("down" if dr > 0 else "up"), abs(dr) - (1 if abs(dc) <= 1 else 0)
+        else:
+            direction, steps = ("right" if dc > 0 else "left"), abs(dc) - (1 if abs(dr) <= 1 else 0)
+        steps = min(MAX_STEPS, max(1, steps))
+        return Decision(f"I see the {target}. {_move_text(direction, steps)} towards it.",
+                        [("move", {"direction": direction, "steps": steps})])
+    direction = rng.choice(list(MOVES))
+    return Decision(f"No {target} in view. {_move_text(direction, MAX_STEPS)} to look around.",
+                    [("move", {"direction": direction, "steps": MAX_STEPS})])
+
+
+def random_policy(episode: Episode) -> Decision:
+    """Moves at random and now and then declares a random species found."""
+    rng = random.Random(f"random-{episode.mission.id}-{episode.turn}")
+    target = episode.current_target
+    if target is None:
+        return Decision("Every target is found, so I finish.", [("declare_done", {})])
+    if rng.random() < 0.25:
+        species = rng.choice(SPECIES)
+        return Decision(f"Maybe {_a(species)} is next to me.", [("declare_found", {"species": species})])
+    direction, steps = rng.choice(list(MOVES)), rng.randint(1, MAX_STEPS)
+    return Decision(f"{_move_text(direction, steps)} at random.", [("move", {"direction": direction, "steps": steps})])
+
+
+POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "expert": expert}
+
+
+def get_policy(name: str) -> Policy:
+    if name not in POLICIES:
+        raise ValueError(f"unknown policy {name!r} (expected one of {', '.join(POLICIES)})")
+    return POLICIES[name]

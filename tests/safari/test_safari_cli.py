@@ -1,0 +1,81 @@
+"""The CLI names the checks use: localqwen run safari play | generate | evaluate."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from localqwen.cli.main import app
+
+runner = CliRunner()
+
+
+def _events(result):
+    assert result.exit_code == 0, result.output
+    return [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+
+
+def test_play_streams_turns_images_tool_calls_and_the_outcome(tmp_path):
+    for policy in ("expert", "greedy", "random"):
+        events = _events(runner.invoke(app, ["run", "safari", "play", "--policy", policy, "--kind", "find-one",
+                                             "--seed", "7", "--output-dir", str(tmp_path / policy), "--json"]))
+        done = events[-1]
+        assert done["kind"] == "done" and done["status"] == "ok"
+        turns = done["result"]["turns"]
+        assert done["result"]["policy"] == policy and done["result"]["mission"] == "find-one-7"
+        started = [e for e in events if e["kind"] == "step" and e["status"] == "started"]
+        assert len(started) == turns
+        images = [e["path"] for e in events if e["kind"] == "image"]
+        assert len(images) == 2 * turns and all((tmp_path / policy).joinpath(p.rsplit("/", 1)[1]).is_file()
+                                                for p in images)
+        calls = [e for e in events if e["kind"] == "tool_call"]
+        assert calls and all(e["result"] for e in calls)
+    assert done["result"]["success"] in (True, False)
+
+
+def test_play_a_mission_from_a_file_and_bad_files_fail_by_line(tmp_path):
+    missions = tmp_path / "m.jsonl"
+    missions.write_text(json.dumps({"id": "near", "kind": "find-one", "targets": ["zebra"],
+                                    "map": ["Z....", "....."], "start": [1, 1]}) + "\n")
+    events = _events(runner.invoke(app, ["run", "safari", "play", "--missions", str(missions), "--json"]))
+    assert events[-1]["result"]["success"] is True and events[-1]["result"]["turns"] == 1
+    missions.write_text('{"id": "a", "kind": "find-one", "targets": ["zebra"], "seed": 1}\n{"id": "b"\n')
+    result = runner.invoke(app, ["run", "safari", "evaluate", "--missions", str(missions), "--json"])
+    assert result.exit_code == 1
+    assert "m.jsonl line 2: invalid JSON" in result.output
+
+
+def test_generate_writes_the_dataset(tmp_path):
+    events = _events(runner.invoke(app, ["run", "safari", "generate", "--episodes", "3",
+                                         "--output-dir", str(tmp_path), "--json"]))
+    assert any(e["kind"] == "progress" and e["eta_s"] is not None for e in events)
+    result = events[-1]["result"]
+    assert result["episodes"] == 3 and result["rows"] > 3
+    assert (tmp_path / "dataset.jsonl").is_file() and (tmp_path / "conversations.jsonl").is_file()
+
+
+def test_evaluate_json_ends_with_the_numbers_per_policy():
+    events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "expert", "--policy", "random",
+                                         "--kind", "find-one", "--seeds", "1000-1019", "--json"]))
+    assert any(e["kind"] == "progress" for e in events)
+    done = events[-1]
+    assert done["kind"] == "done" and done["status"] == "ok"
+    runs = {run["policy"]: run for run in done["result"]["runs"]}
+    assert set(runs) == {"expert", "random"}
+    for run in runs.values():
+        assert run["episodes"] == 20 and run["kind"] == "find-one"
+        for key in ("success_rate", "valid_tool_calls", "action_agreement", "thought_consistency",
+                    "false_declare_rate"):
+            assert 0 <= run[key] <= 1
+        assert isinstance(run["avg_turns"], (int, float)) and len(run["success_ci95"]) == 2
+    assert runs["expert"]["success_rate"] > runs["random"]["success_rate"]
+
+
+def test_evaluate_compare_runs_every_baseline_and_one_policy_puts_its_numbers_on_top():
+    events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--compare", "--kind", "find-two",
+                                         "--seeds", "1-4", "--json"]))
+    assert [run["policy"] for run in events[-1]["result"]["runs"]] == ["expert", "random", "greedy"]
+    events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "greedy", "--seeds", "1-3",
+                                         "--json"]))
+    assert events[-1]["result"]["success_rate"] == events[-1]["result"]["runs"][0]["success_rate"]

@@ -1,0 +1,88 @@
+"""generate: expert episodes as the seed's dataset.jsonl and as trainer conversation rows that the
+trainer's own reader and validator accept; the ``safari`` data source reaches the trainer."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
+from localqwen_safari.episode import tool_schemas
+from localqwen_safari.policies import Decision, thought_consistent
+from localqwen_safari.prompts import SYSTEM_PROMPT
+
+from localqwen.training.data import read_rows, validate_rows
+from localqwen.training.data_sources import build_data_source
+
+
+def _run(stream):
+    events = []
+    while True:
+        try:
+            events.append(next(stream))
+        except StopIteration as stop:
+            return events, stop.value
+
+
+def test_generate_writes_both_files_and_the_trainer_reads_them(tmp_path):
+    from PIL import Image
+
+    events, summary = _run(generate(tmp_path, 6, seed_start=500))
+    assert events[-1].done == 6 and events[-1].total == 6
+    seed_rows = [json.loads(line) for line in (tmp_path / DATASET_FILE).read_text().splitlines()]
+    assert summary["rows"] == len(seed_rows) > 6
+    assert {row["kind"] for row in seed_rows} == {"find-one", "find-two"}
+    for row in seed_rows:
+        assert set(row) >= {"image_file", "system_prompt", "context_text", "tool_calls", "thought"}
+        assert row["system_prompt"] == SYSTEM_PROMPT
+        image = Image.open(io.BytesIO((tmp_path / row["image_file"]).read_bytes()))
+        assert image.size == (160, 160)
+        calls = [(call["name"], call["arguments"]) for call in row["tool_calls"]]
+        assert calls and thought_consistent(Decision(row["thought"], calls))
+        assert f"Turn {row['turn']} of 25." in row["context_text"]
+
+    rows = read_rows(tmp_path / CONVERSATIONS_FILE)
+    report = validate_rows(rows)
+    assert report.ok and len(report.valid) == len(seed_rows), report.summary()
+    first, seed_first = rows[0], seed_rows[0]
+    assert first["tools"] == tool_schemas()
+    system, user, assistant = first["messages"]
+    assert system == {"role": "system", "content": SYSTEM_PROMPT}
+    assert user["content"][0]["image"] == str(tmp_path / seed_first["image_file"])  # resolved by the reader
+    assert user["content"][1]["text"] == seed_first["context_text"]
+    assert assistant["content"] == "Thought: " + seed_first["thought"]
+    assert [c["function"] for c in assistant["tool_calls"]] == seed_first["tool_calls"]
+
+
+def test_same_seeds_same_dataset(tmp_path):
+    _run(generate(tmp_path / "a", 3, seed_start=42))
+    _run(generate(tmp_path / "b", 3, seed_start=42))
+    for name in (DATASET_FILE, CONVERSATIONS_FILE):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
+    images = sorted(p.name for p in (tmp_path / "a" / "images").iterdir())
+    assert all((tmp_path / "a" / "images" / n).read_bytes() == (tmp_path / "b" / "images" / n).read_bytes()
+               for n in images)
+
+
+def test_the_safari_data_source_is_registered_by_the_plugin(tmp_path):
+    from localqwen.app import Workbench
+
+    sources = Workbench.create().extensions.data_sources
+    assert sources["safari"].plugin_id == "safari"
+    train = build_data_source(sources, "safari", tmp_path, episodes=2, kind="find-one")
+    assert train == tmp_path / CONVERSATIONS_FILE
+    assert validate_rows(read_rows(train)).ok
+
+
+def test_rows_render_with_the_qwen3_vl_chat_template(tmp_path, tiny_qwen3_vl_path):
+    """The tool schema reaches the prompt and the calls become <tool_call> blocks."""
+    from transformers import AutoProcessor
+
+    _run(generate(tmp_path, 1, kind="find-one", seed_start=9))
+    row = read_rows(tmp_path / CONVERSATIONS_FILE)[0]
+    processor = AutoProcessor.from_pretrained(tiny_qwen3_vl_path)
+    text = processor.apply_chat_template(row["messages"], tools=row["tools"], tokenize=False)
+    assert '"name": "declare_found"' in text and "<tools>" in text
+    call = row["messages"][2]["tool_calls"][-1]["function"]
+    assert f'<tool_call>\n{{"name": "{call["name"]}", "arguments": ' in text
+    assert "<|vision_start|>" in text

@@ -1,0 +1,91 @@
+"""The scripted policies: the expert's Thought matches its moves, it keeps a notepad, it uses
+only what it has seen, and it remembers sightings through its notepad."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from localqwen_safari.episode import Episode
+from localqwen_safari.missions import Mission, mission_for_seed
+from localqwen_safari.playing import play_turns
+from localqwen_safari.policies import (
+    POLICIES,
+    Decision,
+    expert,
+    notepad_sightings,
+    thought_consistent,
+    thought_moves,
+)
+from localqwen_safari.world import Animal, World
+
+
+def test_thought_parser_and_consistency():
+    assert thought_moves("The lion is 3 rows down. I move down 3 steps towards it.") == [("down", 3)]
+    assert thought_moves("I move left 1 step.") == [("left", 1)]
+    assert thought_consistent(Decision("I move up 2 steps.", [("move", {"direction": "up", "steps": 2})]))
+    assert not thought_consistent(Decision("I move up 2 steps.", [("move", {"direction": "up", "steps": 3})]))
+    assert not thought_consistent(Decision("I move up 2 steps.", [("move", {"direction": "left", "steps": 2})]))
+    assert not thought_consistent(Decision("I look around.", [("move", {"direction": "up", "steps": 1})]))
+    assert thought_consistent(Decision("It is next to me, so I declare it found.",
+                                       [("declare_found", {"species": "lion"})]))
+
+
+def test_expert_thought_states_its_move_and_notepad_holds_sightings():
+    moves = 0
+    for seed in range(2000, 2030):
+        episode = Episode.start(mission_for_seed("find-two", seed))
+        for turn in play_turns(episode, expert):
+            decision = turn.decision
+            assert thought_consistent(decision), decision
+            for name, args in decision.calls:
+                if name == "move":
+                    moves += 1
+                    assert f"I move {args['direction']} {args['steps']} step" in decision.thought
+            assert turn.runs and all(run.ok for run in turn.runs), turn.runs
+        # every animal the notepad lists is really there, and it lists what the expert saw
+        for species, cell in notepad_sightings(episode.notepad):
+            assert any(a.species == species and a.cell == cell for a in episode.world.animals)
+            assert cell in episode.seen
+    assert moves > 300
+
+
+def test_expert_ignores_what_it_has_not_seen():
+    episode = Episode.start(mission_for_seed("find-one", 4))
+    for _ in range(3):
+        episode.play_turn(expert(episode).calls)
+    before = expert(episode)
+    # move every unseen animal somewhere else unseen: the expert's decision must not change
+    world = episode.world
+    unseen_land = [(r, c) for r in range(32) for c in range(32)
+                   if (r, c) not in episode.seen and world.ground((r, c)) == "." and not world.animal_at((r, c))]
+    moved = [a if a.cell in episode.seen else Animal(a.species, *unseen_land[-1 - i])
+             for i, a in enumerate(world.animals)]
+    assert moved != world.animals
+    other = dataclasses.replace(episode, world=World(list(world.terrain), moved, world.start), seen=set(episode.seen))
+    assert expert(other) == before
+
+
+def test_expert_walks_to_a_sighting_remembered_in_its_notepad():
+    rows = ["." * 20 for _ in range(20)]
+    rows[2] = "Z" + "." * 19
+    mission = Mission("memory", "find-one", ("zebra",), map=tuple(rows), start=(15, 15))
+    episode = Episode.start(mission)
+    assert expert(episode).calls[-1][0] == "move"
+    assert "I have not seen a zebra yet" in expert(episode).thought  # out of view: it does not know yet
+    episode.notepad = "Seen: zebra at (2, 0)."
+    decision = expert(episode)
+    assert "remembered from my notepad" in decision.thought
+    [(name, args)] = decision.calls
+    assert name == "move" and args["direction"] in ("up", "left") and args["steps"] == 4
+    # it reaches and finds it from memory alone
+    while not episode.done:
+        episode.play_turn(expert(episode).calls)
+    assert episode.success and episode.turn <= 10
+
+
+def test_baselines_play_whole_episodes_with_valid_calls():
+    for name in ("greedy", "random"):
+        episode = Episode.start(mission_for_seed("find-one", 3))
+        turns = list(play_turns(episode, POLICIES[name]))
+        assert episode.done and 1 <= len(turns) <= 25
+        assert all(thought_consistent(turn.decision) for turn in turns)
