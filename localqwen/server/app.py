@@ -218,7 +218,7 @@ def _ticketed_stream_class() -> type:
                 # A client that left cancels the response between two chunks: close the body now
                 # (its generation is cancelled and awaited) rather than at garbage collection.
                 with anyio.CancelScope(shield=True):
-                    await self.body_iterator.aclose()  # type: ignore[union-attr]
+                    await self.body_iterator.aclose()  # type: ignore[attr-defined]
                 self.ticket.release()
 
     return _TicketedStream

@@ -7,7 +7,7 @@ from the first ``<tool_call>`` on is held back, so a client sees the call only a
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
@@ -69,7 +69,7 @@ class ModelTurn:
             yield "text", delta
         yield "result", engine.last_result
 
-    async def stream(self) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self) -> AsyncGenerator[dict[str, Any], None]:
         filtered = ToolTextFilter(bool(self.tools))
         yield shapes.chunk(self.id, self.served_id, {"role": "assistant", "content": ""})
         async with aclosing(iterate_in_thread(self._generate, self.cancel)) as items:

@@ -10,7 +10,7 @@ from the plugin's ``Done`` result when it reports tokens, else counts the stream
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import aclosing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -59,7 +59,7 @@ class PluginTurn:
         request = ChatRequest(session_id=0, history=self.messages[:-1], message=self.messages[-1], metadata={})
         yield from run_chat(plugin, request, self.bench.context(self.plugin_id, self.cancel))
 
-    async def stream(self) -> AsyncIterator[dict[str, Any]]:
+    async def stream(self) -> AsyncGenerator[dict[str, Any], None]:
         yield shapes.chunk(self.id, self.served_id, {"role": "assistant", "content": ""})
         pieces = 0
         async with aclosing(iterate_in_thread(self._events, self.cancel)) as items:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator
 from typing import Any
 
 from localqwen.vocabulary.cancel import CancelToken
@@ -19,7 +19,7 @@ from localqwen.vocabulary.cancel import CancelToken
 _END = object()
 
 
-async def iterate_in_thread(make: Callable[[], Iterator[Any]], cancel: CancelToken) -> AsyncIterator[Any]:
+async def iterate_in_thread(make: Callable[[], Iterator[Any]], cancel: CancelToken) -> AsyncGenerator[Any, None]:
     """Yield what ``make()`` yields, produced in a worker thread; its exceptions are raised here."""
     import anyio
 

@@ -160,3 +160,23 @@ def test_errors_come_in_openai_shape(start_api):
     assert bad.status_code == 400 and set(bad.json()["error"]) == {"message", "type", "param", "code"}
     missing = httpx.get(f"{api.url}/nothing-here")
     assert missing.status_code == 404 and missing.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_client_that_leaves_a_non_streamed_answer_stops_it_too(start_api, test_plugins):
+    import httpx
+    import openai
+
+    api = start_api(max_waiting=0)
+    with pytest.raises(httpx.ReadTimeout):  # the client gives up and closes its connection
+        httpx.post(f"{api.url}/chat/completions", timeout=0.5,
+                   json={"model": "localqwen/parrot", "messages": [{"role": "user", "content": "count 1000"}]})
+    started = time.monotonic()
+    while True:
+        try:
+            answer = api.client().chat.completions.create(model="localqwen/parrot",
+                                                          messages=[{"role": "user", "content": "hi"}])
+            break
+        except openai.RateLimitError:
+            assert time.monotonic() - started < 5, "the left generation still holds the engine"
+            time.sleep(0.1)
+    assert answer.choices[0].message.content == "Polly says: hi"

@@ -1,0 +1,38 @@
+"""The pieces between OpenAI's shapes and the engine's, without a server."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def test_tool_call_text_is_held_back_even_when_its_tag_is_split_across_deltas():
+    from localqwen.server.model_chat import ToolTextFilter
+
+    text_filter = ToolTextFilter(active=True)
+    shown = [text_filter.feed(delta) for delta in ["Let me check. <to", "ol_ca", "ll>\n{\"name\"", "...}"]]
+    assert "".join(shown) == "Let me check. "
+    assert shown[0] == "Let me check. "  # "<to" held back until it is known to start a call
+    passthrough = ToolTextFilter(active=False)
+    assert passthrough.feed("<tool_call>") == "<tool_call>"
+
+
+def test_openai_messages_become_the_engines(tmp_path):
+    from localqwen.server.errors import ApiError
+    from localqwen.server.wire import engine_messages
+
+    messages = engine_messages([
+        {"role": "developer", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "2"},
+    ], [tmp_path])
+    assert messages[0] == {"role": "system", "content": "Be brief."}
+    assert messages[2]["tool_calls"] == [{"type": "function", "id": "call_1",
+                                          "function": {"name": "f", "arguments": {"x": 1}}}]
+    assert messages[3] == {"role": "tool", "content": "2", "tool_call_id": "call_1"}
+    with pytest.raises(ApiError, match="not valid JSON"):
+        engine_messages([{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": "{"}}]}],
+                        [tmp_path])
+    with pytest.raises(ApiError, match="role"):
+        engine_messages([{"role": "robot", "content": "hi"}], [tmp_path])
