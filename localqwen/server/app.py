@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -81,11 +82,17 @@ class Api:
         self.plan = plan
         self.queues = Queues(plan.max_waiting)
         self.started = int(time.time())
+        self._listing = threading.Lock()
 
     async def _served(self) -> list[Any]:
         import anyio
 
-        return await anyio.to_thread.run_sync(served_models, self.bench)  # loads the plugins the first time
+        return await anyio.to_thread.run_sync(self._served_now)
+
+    def _served_now(self) -> list[Any]:
+        # The first listing loads the plugins: one thread at a time, so two first requests don't both load them.
+        with self._listing:
+            return served_models(self.bench)
 
     def allowed_folders(self) -> list[Any]:
         """Folders whose images a request may name by path: what the app wrote or was given."""
@@ -121,11 +128,10 @@ class Api:
 
     @openai_errors
     async def chat_completions(self, request: Request) -> Response:
-        import anyio
         from starlette.responses import JSONResponse
 
         body = await read_json(request, self.plan.max_body)
-        served = await anyio.to_thread.run_sync(find_model, self.bench, body.get("model"), "chat")
+        served = find_model(await self._served(), body.get("model"), "chat")
         turn = self._turn(served, body)
         ticket = self.queues.ticket(served.queue)  # 429 here, before anything starts
         if body.get("stream"):
@@ -145,7 +151,7 @@ class Api:
         from localqwen.server.embeddings import embed, embedding_inputs
 
         body = await read_json(request, self.plan.max_body)
-        served = await anyio.to_thread.run_sync(find_model, self.bench, body.get("model"), "embedding")
+        served = find_model(await self._served(), body.get("model"), "embedding")
         texts = embedding_inputs(body)
         ticket = self.queues.ticket(served.queue)
         try:
@@ -181,7 +187,7 @@ class Api:
 
         if body.get("tools"):
             raise ApiError(400, f"{served.id} is a plugin chat with its own tools; send 'tools' to the model "
-                                f"{served_models(self.bench)[0].id} instead", param="tools")
+                                f"{self._served_now()[0].id} instead", param="tools")
         uploads = self.bench.paths.uploads_dir / "api"
         return PluginTurn(self.bench, served.id, served.target, plugin_messages(messages, uploads, MAX_IMAGE_BYTES))
 

@@ -53,10 +53,10 @@ def served_models(bench: Workbench) -> list[ServedModel]:
     return models
 
 
-def find_model(bench: Workbench, name: Any, kind: str) -> ServedModel:
+def find_model(models: list[ServedModel], name: Any, kind: str) -> ServedModel:
+    """The served model ``name`` usable as ``kind`` ("chat" or "embedding"); 404 naming the offered ones."""
     from localqwen.server.errors import ApiError
 
-    models = served_models(bench)
     for model in models:
         if model.id == name and (model.kind == kind or (kind == "chat" and model.kind in ("model", "plugin"))):
             return model
