@@ -13,17 +13,21 @@ from typing import Any, Literal
 from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
 
-PolicyName = Literal["expert", "greedy", "random"]
+PolicyName = Literal["expert", "greedy", "random", "model"]
 KindName = Literal["find-one", "find-two"]
 
 
 class PlayForm(Form):
-    policy: PolicyName = field("expert", label="Policy", help="Who plays: the expert, greedy or random.")
+    policy: PolicyName = field("expert", label="Policy", help="Who plays: the expert, greedy, random or a model.")
     kind: KindName = field("find-one", label="Mission", help="find-one: one species; find-two: two, in order.")
     seed: int = field(7, label="Seed", ge=0, help="The world and targets; the same seed plays the same way.")
     missions: Path | None = field(None, label="Mission file", widget="file", advanced=True,
                                   help="A missions JSONL file; plays the mission named below instead of the seed.")
     mission_id: str = field("", label="Mission id", advanced=True, help="Which mission of the file (default: the first).")
+    model: str = field("", label="Model", help="For --policy model: a Qwen3-VL (or text Qwen3) id or folder; "
+                                               "empty = the configured default vision model.")
+    adapter: Path | None = field(None, label="Adapter", widget="folder", help="For --policy model: an adapter folder.")
+    max_new_tokens: int = field(256, label="Max reply tokens", ge=8, le=4096, advanced=True)
     output_dir: Path | None = field(None, label="Images folder", widget="folder", advanced=True,
                                     help="Where the view and map images go; empty = the plugin's outputs.")
 
@@ -46,6 +50,12 @@ class EvaluateForm(Form):
     seeds: str = field("1000-1299", label="Seeds", help="e.g. 1000-1299 or 1,2,10-12 (generated missions).")
     missions: Path | None = field(None, label="Mission file", widget="file",
                                   help="A missions JSONL file instead of seeds; scored per kind.")
+    model: str = field("", label="Model", help="For --policy model: a Qwen3-VL (or text Qwen3) id or folder; "
+                                               "empty = the configured default vision model.")
+    adapter: Path | None = field(None, label="Adapter", widget="folder", help="For --policy model: an adapter folder.")
+    max_new_tokens: int = field(256, label="Max reply tokens", ge=8, le=4096, advanced=True)
+    ablations: bool = field(False, label="Model ablations",
+                            help="With the model: also run it with a blank image and with its notepad hidden.")
 
 
 class Safari(Plugin):
@@ -69,9 +79,9 @@ class Safari(Plugin):
         from localqwen_safari.render import render_map
 
         mission = _pick_mission(form)
-        policy = get_policy(form.policy)
         out = (form.output_dir or ctx.outputs_dir / f"play-{mission.id}-{form.policy}").expanduser()
         out.mkdir(parents=True, exist_ok=True)
+        policy = _model_policy(form, ctx, out / "model-views") if form.policy == "model" else get_policy(form.policy)
         episode = Episode.start(mission)
         yield ev.Log(message=f"{mission.id}: {mission.describe()} {form.policy} plays, "
                              f"{mission.max_turns} turns at most.")
@@ -124,19 +134,29 @@ class Safari(Plugin):
             kinds = list(KINDS) if form.kind == "both" else [form.kind]
             seeds = parse_seeds(form.seeds)
             missions = [mission_for_seed(kind, seed) for kind in kinds for seed in seeds]
-        policies = list(dict.fromkeys(form.policy + (list(POLICIES) if form.compare else [])))
+        names = list(dict.fromkeys(form.policy + (list(POLICIES) if form.compare else [])))
+        policies: dict[str, Any] = {}
+        for name in names:
+            if name != "model":
+                policies[name] = POLICIES[name]
+                continue
+            views = ctx.outputs_dir / "evaluate-model-views"
+            policies["model"] = _model_policy(form, ctx, views)
+            if form.ablations:
+                policies["model (blank image)"] = _model_policy(form, ctx, views, blank_image=True)
+                policies["model (notepad hidden)"] = _model_policy(form, ctx, views, hide_notepad=True)
         by_kind: dict[str, list[Any]] = {}
         for mission in missions:
             by_kind.setdefault(mission.kind, []).append(mission)
         tracker = ev.ProgressTracker(len(missions) * len(policies), unit="episodes", task="evaluate")
         runs = []
-        for name in policies:
+        for name, policy in policies.items():
             for kind, group in by_kind.items():
                 started = time.monotonic()
                 tally = Tally()
                 for number, mission in enumerate(group, 1):
                     ctx.cancel.raise_if_cancelled()
-                    play_scored(tally, POLICIES[name], mission)
+                    play_scored(tally, policy, mission)
                     if number % 10 == 0 or number == len(group):
                         yield tracker.advance(10 if number % 10 == 0 else number % 10, message=f"{name} on {kind}")
                 runs.append({"policy": name, "kind": kind, **tally.metrics(),
@@ -151,6 +171,23 @@ class Safari(Plugin):
             result.update({key: value for key, value in runs[0].items() if key not in result})
         best = ", ".join(f"{run['policy']}/{run['kind']} {run['success_rate']:.0%}" for run in runs)
         yield ev.Done(result=result, summary=f"success: {best}")
+
+
+def _model_policy(form: PlayForm | EvaluateForm, ctx: Context, image_dir: Path, **ablation: bool) -> Any:
+    """The engine-backed policy (loaded once per run; the engine is shared by its ablations)."""
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen_safari.model_policy import ModelPolicy
+
+    adapter = str(form.adapter) if form.adapter else None
+    try:
+        engine = ctx.engine(form.model or None, adapter=adapter, task="vision")
+    except ValueError as exc:
+        if not form.model or "is a text model" not in str(exc):
+            raise
+        # a text-only Qwen3 plays too: it reads the view as text rows (model_policy.text_view)
+        engine = ctx.engine(form.model, adapter=adapter, task="text")
+    return ModelPolicy(engine, image_dir, settings=GenerationSettings(max_new_tokens=form.max_new_tokens),
+                       cancel=ctx.cancel, **ablation)
 
 
 def _pick_mission(form: PlayForm) -> Any:

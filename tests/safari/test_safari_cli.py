@@ -79,3 +79,19 @@ def test_evaluate_compare_runs_every_baseline_and_one_policy_puts_its_numbers_on
     events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "greedy", "--seeds", "1-3",
                                          "--json"]))
     assert events[-1]["result"]["success_rate"] == events[-1]["result"]["runs"][0]["success_rate"]
+
+
+def test_play_with_a_model_that_makes_no_valid_call_wastes_turns_without_crashing(tmp_path, tiny_qwen3_path):
+    """An untrained tiny Qwen3 writes noise: every turn is a wasted turn, the episode still ends."""
+    missions = tmp_path / "m.jsonl"
+    missions.write_text(json.dumps({"id": "short", "kind": "find-one", "targets": ["zebra"],
+                                    "map": ["Z.....", "......"], "start": [1, 4], "max_turns": 2}) + "\n")
+    events = _events(runner.invoke(app, ["run", "safari", "play", "--policy", "model", "--model", str(tiny_qwen3_path),
+                                         "--max-new-tokens", "8", "--missions", str(missions),
+                                         "--output-dir", str(tmp_path / "out"), "--json"]))
+    done = events[-1]
+    assert done["status"] == "ok", done
+    assert done["result"]["turns"] == 2 and done["result"]["outcome"] == "out of turns"
+    assert done["result"]["path"] == [[1, 4]]
+    finished = [e for e in events if e["kind"] == "step" and e["status"] == "finished"]
+    assert len(finished) == 2

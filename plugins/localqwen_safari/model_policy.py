@@ -1,0 +1,88 @@
+"""The ``model`` policy: any engine (transformers, llama.cpp, remote) plays through native tool calls.
+
+Each turn: render the view, ask the model with the system prompt, the view (an image for a vision
+model, the same cells as text rows for a text-only one) and the context, with the four tool
+schemas offered the way the runtime's tool loop offers them; the engine parses Qwen's
+``<tool_call>`` blocks, and :meth:`Episode.play_turn` checks each call against its schema with the
+tool loop's :func:`~localqwen.runtime.tool_loop.run_tool`. A reply without a usable call is a
+wasted turn; bad arguments become error results the model reads next turn. Nothing it writes
+can crash the episode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from localqwen_safari.episode import VIEW, Episode, tool_schemas
+from localqwen_safari.policies import Decision
+from localqwen_safari.prompts import SYSTEM_PROMPT
+from localqwen_safari.render import render_view
+from localqwen_safari.world import SPECIES_LETTER
+
+if TYPE_CHECKING:
+    from localqwen.runtime.engine.base import Engine, GenerationSettings
+    from localqwen.vocabulary.cancel import CancelToken
+
+TEXT_VIEW_NOTE = ("Your view as text rows (. land, ~ water, # rock, x outside the map, Z L E G animals, "
+                  "@ you):")
+
+
+def text_view(episode: Episode) -> str:
+    """The view's cells as characters, for engines that cannot see images."""
+    top, left = episode.view_origin()
+    rows = []
+    for r in range(top, top + VIEW):
+        line = ""
+        for c in range(left, left + VIEW):
+            animal = episode.world.animal_at((r, c))
+            if (r, c) == episode.position:
+                line += "@"
+            elif not episode.world.inside((r, c)):
+                line += "x"
+            elif animal is not None:
+                line += SPECIES_LETTER[animal.species]
+            else:
+                line += episode.world.ground((r, c))
+        rows.append(line)
+    return "\n".join(rows)
+
+
+def model_messages(episode: Episode, *, image: str | None, hide_notepad: bool = False) -> list[dict[str, Any]]:
+    """The conversation the model answers on one turn (the same shape the training rows have)."""
+    context = episode.context_text(show_notepad=not hide_notepad)
+    if image is not None:
+        user: Any = [{"type": "image", "image": image}, {"type": "text", "text": context}]
+    else:
+        user = f"{TEXT_VIEW_NOTE}\n{text_view(episode)}\n{context}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+class ModelPolicy:
+    """A policy backed by an engine. ``blank_image`` and ``hide_notepad`` are the two ablations:
+    does it use its eyes, does it use its memory?"""
+
+    def __init__(self, engine: Engine, image_dir: Path, *, settings: GenerationSettings | None = None,
+                 cancel: CancelToken | None = None, blank_image: bool = False, hide_notepad: bool = False) -> None:
+        self.engine = engine
+        self.image_dir = Path(image_dir)
+        self.settings = settings
+        self.cancel = cancel
+        self.blank_image = blank_image
+        self.hide_notepad = hide_notepad
+        self.tools = tool_schemas()
+        self.replies: list[str] = []  # raw reply texts, for inspection
+
+    def __call__(self, episode: Episode) -> Decision:
+        image = None
+        if self.engine.supports_images:
+            self.image_dir.mkdir(parents=True, exist_ok=True)
+            path = self.image_dir / f"{episode.mission.id}_t{episode.turn + 1:02d}.png"
+            path.write_bytes(render_view(episode, blank=self.blank_image))
+            image = str(path)
+        messages = model_messages(episode, image=image, hide_notepad=self.hide_notepad)
+        result = self.engine.chat(messages, tools=self.tools, settings=self.settings, cancel=self.cancel)
+        self.replies.append(result.text)
+        thought = result.text.strip()
+        thought = thought.removeprefix("Thought:").strip()
+        return Decision(thought, [(call.name, dict(call.arguments)) for call in result.tool_calls])
