@@ -156,30 +156,41 @@ def _turn_search(episode: Episode, *, optimistic: bool) -> dict[Cell, tuple[int,
     fewest turns it takes and the first move on the way. Breadth first in a fixed order, so ties
     always resolve the same way. Turns, not steps, are what a mission runs out of."""
     world = episode.world
-    # the cells one may walk on, as far as the agent knows, gathered once rather than per step
-    open_cells = {cell for cell in episode.seen if world.ground(cell) == LAND and world.animal_at(cell) is None}
-    if optimistic:
-        rows, cols = world.size
-        closed = episode.seen - open_cells
-        open_cells = {(r, c) for r in range(rows) for c in range(cols)} - closed
-    reach: dict[Cell, tuple[int, tuple[str, int]]] = {}
-    queue: deque[tuple[Cell, int, tuple[str, int] | None]] = deque([(episode.position, 0, None)])
-    done = {episode.position}
-    steps_and_moves = [(direction, dr, dc) for direction, (dr, dc) in MOVES.items()]
+    rows, cols = world.size
+    # cells as indexes into a grid padded with one closed cell all round (no bounds checks, no
+    # tuples in the inner loop: this search is most of the expert's time)
+    width = cols + 2
+    walkable = bytearray([1 if optimistic else 0]) * ((rows + 2) * width)
+    for r in range(rows + 2):
+        walkable[r * width] = walkable[r * width + width - 1] = 0
+    walkable[:width] = bytes(width)
+    walkable[(rows + 1) * width:] = bytes(width)
+    for r, c in episode.seen:
+        walkable[(r + 1) * width + c + 1] = world.ground((r, c)) == LAND and world.animal_at((r, c)) is None
+    start = (episode.position[0] + 1) * width + episode.position[1] + 1
+    visited = bytearray(len(walkable))
+    visited[start] = 1
+    turns_of = [0] * len(walkable)
+    first_of: list[tuple[str, int] | None] = [None] * len(walkable)
+    order: list[int] = []
+    queue = deque([start])
+    deltas = [(direction, dr * width + dc) for direction, (dr, dc) in MOVES.items()]
     while queue:
-        (row, col), turns, first = queue.popleft()
-        for direction, dr, dc in steps_and_moves:
+        index = queue.popleft()
+        turns, first = turns_of[index] + 1, first_of[index]
+        for direction, delta in deltas:
+            nxt = index
             for steps in range(1, MAX_STEPS + 1):
-                nxt = (row + dr * steps, col + dc * steps)
-                if nxt not in open_cells:
+                nxt += delta
+                if not walkable[nxt]:
                     break
-                if nxt in done:
+                if visited[nxt]:
                     continue
-                done.add(nxt)
-                move = first or (direction, steps)
-                reach[nxt] = (turns + 1, move)
-                queue.append((nxt, turns + 1, move))
-    return reach
+                visited[nxt] = 1
+                turns_of[nxt], first_of[nxt] = turns, first or (direction, steps)
+                order.append(nxt)
+                queue.append(nxt)
+    return {(index // width - 1, index % width - 1): (turns_of[index], first_of[index]) for index in order}
 
 
 def _exploration_goal(episode: Episode, reach: dict[Cell, tuple[int, tuple[str, int]]]) -> Cell | None:
