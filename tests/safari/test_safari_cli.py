@@ -95,3 +95,21 @@ def test_play_with_a_model_that_makes_no_valid_call_wastes_turns_without_crashin
     assert done["result"]["path"] == [[1, 4]]
     finished = [e for e in events if e["kind"] == "step" and e["status"] == "finished"]
     assert len(finished) == 2
+
+
+def test_evaluate_a_model_with_its_ablations(tmp_path, tiny_qwen3_path):
+    missions = tmp_path / "m.jsonl"
+    missions.write_text("\n".join(json.dumps({"id": f"m{i}", "kind": "find-one", "targets": ["zebra"],
+                                              "map": ["Z.....", "......"], "start": [1, 3 + i], "max_turns": 2})
+                                  for i in range(2)) + "\n")
+    events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "model", "--policy", "greedy",
+                                         "--model", str(tiny_qwen3_path), "--max-new-tokens", "8", "--ablations",
+                                         "--missions", str(missions), "--json"]))
+    runs = {run["policy"]: run for run in events[-1]["result"]["runs"]}
+    assert set(runs) == {"model", "model (blank image)", "model (notepad hidden)", "greedy"}
+    for run in runs.values():
+        assert run["episodes"] == 2 and run["kind"] == "find-one"
+        assert 0 <= run["valid_tool_calls"] <= 1 and 0 <= run["action_agreement"] <= 1
+    # an untrained model writes no usable call: its turns are wasted, and greedy does better
+    assert runs["model"]["success_rate"] == 0.0 and runs["model"]["avg_turns_all"] == 2
+    assert runs["greedy"]["valid_tool_calls"] == 1.0
