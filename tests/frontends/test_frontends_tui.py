@@ -185,6 +185,8 @@ async def test_job_survives_closing_the_view_and_jobs_screen_reopens_it(app):
 async def test_bespoke_view_and_command_palette(app):
     async with app.run_test(size=SIZE) as pilot:
         await home_ready(pilot, app)
+        app.screen.query_one("#view-showcase").scroll_visible(animate=False)  # the home lists every plugin
+        await pilot.pause()
         await pilot.click("#view-showcase")
         await pilot.pause()
         assert app.screen.query_one("#showcase-bespoke")
