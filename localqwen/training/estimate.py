@@ -187,7 +187,8 @@ class TimeEstimate:
 
 def estimate_time(config: Any, warmup_steps: int = 3) -> TimeEstimate:
     """Run ``warmup_steps + 1`` real steps (in a scratch folder) and extrapolate to the whole job."""
-    from localqwen.training.runner import StopFlag, build_job
+    from localqwen.training.job_build import build_job
+    from localqwen.training.job_progress import StopFlag
 
     measured = max(1, warmup_steps)
     with tempfile.TemporaryDirectory(prefix="lq-warmup-") as scratch:
