@@ -5,21 +5,12 @@ from __future__ import annotations
 import threading
 
 import pytest
+from weather_tool import CALL as ANSWER
+from weather_tool import QUESTION, WEATHER_TOOL
 
 from localqwen.runtime.engine import EngineError, GenerationSettings, load_engine
 from localqwen.runtime.engine.transformers_backend import TransformersEngine
 from localqwen.vocabulary.cancel import CancelToken
-
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
-QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
-ANSWER = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
 
 
 @pytest.fixture(scope="module")

@@ -8,17 +8,7 @@ from __future__ import annotations
 import json
 
 import pytest
-
-WEATHER_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Weather for a city",
-        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
-    },
-}
-QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
-CALL = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+from weather_tool import CALL, QUESTION, WEATHER_TOOL
 
 
 @pytest.fixture(scope="module")
