@@ -18,25 +18,19 @@ from localqwen.i18n import t
 from localqwen.paths import PathOutsideRoot, ensure_within
 from localqwen.plugin_api import events as ev
 from localqwen.storage.chat_store import ChatEntry
+from localqwen.web.event_renderer import StepPanel
 
 STEP_MARKS = {"started": "⏳", "finished": "✅", "failed": "❌"}
 
 
-@dataclass
-class _Panel:
-    title: str
-    status: str = "started"
-    elapsed_s: float | None = None
-    detail: str = ""
-    text: str = ""
-
-    def message(self) -> dict[str, Any]:
-        metadata: dict[str, Any] = {"title": f"{STEP_MARKS[self.status]} {self.title}",
-                                    "status": "pending" if self.status == "started" else "done"}
-        if self.elapsed_s is not None:
-            metadata["duration"] = round(self.elapsed_s, 2)
-        body = "\n\n".join(part for part in (self.detail, self.text) if part)
-        return {"role": "assistant", "content": body, "metadata": metadata}
+def panel_message(panel: StepPanel) -> dict[str, Any]:
+    """A step panel as a collapsible Chatbot "thought"."""
+    metadata: dict[str, Any] = {"title": f"{STEP_MARKS[panel.status]} {panel.title}",
+                                "status": "pending" if panel.status == "started" else "done"}
+    if panel.elapsed_s is not None:
+        metadata["duration"] = round(panel.elapsed_s, 2)
+    body = "\n\n".join(part for part in (panel.detail, panel.text) if part)
+    return {"role": "assistant", "content": body, "metadata": metadata}
 
 
 @dataclass
@@ -49,7 +43,7 @@ class AnswerMessages:
     text: str = ""
     done: ev.Done | None = None
     progress: ev.Progress | None = None
-    _panels: dict[str, _Panel] = field(default_factory=dict)
+    _panels: dict[str, StepPanel] = field(default_factory=dict)
     _text_at: int | None = None
 
     def add(self, event: Any) -> None:
@@ -62,10 +56,7 @@ class AnswerMessages:
                 self.blocks.append("text")
             self.text += event.text
         elif isinstance(event, ev.Step):
-            panel = self._panel(event.step, event.title)
-            panel.title, panel.status = event.title, event.status
-            panel.elapsed_s = event.elapsed_s if event.elapsed_s is not None else panel.elapsed_s
-            panel.detail = event.detail or panel.detail
+            self._panel(event.step, event.title).apply(event)
         elif isinstance(event, ev.ToolCall):
             self.blocks.append(tool_call_message(event.name, event.arguments, event.result))
         elif isinstance(event, ev.Image):
@@ -83,9 +74,9 @@ class AnswerMessages:
         elif isinstance(event, ev.Done):
             self.done = event
 
-    def _panel(self, step: str, title: str = "") -> _Panel:
+    def _panel(self, step: str, title: str = "") -> StepPanel:
         if step not in self._panels:
-            self._panels[step] = _Panel(title or step)
+            self._panels[step] = StepPanel(title or step)
             self.blocks.append(self._panels[step])
         return self._panels[step]
 
@@ -105,8 +96,8 @@ class AnswerMessages:
             if block == "text":
                 if self.text:
                     shown.append({"role": self.role, "content": self.text})
-            elif isinstance(block, _Panel):
-                shown.append(block.message())
+            elif isinstance(block, StepPanel):
+                shown.append(panel_message(block))
             else:
                 shown.append(block)
         return shown

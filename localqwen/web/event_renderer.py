@@ -25,12 +25,20 @@ if TYPE_CHECKING:
 
 
 @dataclass
-class _StepPanel:
+class StepPanel:
+    """One named stage's panel (a ``Step`` event and its streamed text), for the run and chat views."""
+
     title: str
     status: str = "started"
     elapsed_s: float | None = None
     detail: str = ""
     text: str = ""
+
+    def apply(self, event: ev.Step) -> None:
+        """Take a later ``Step`` event for the same stage: new title and status, timing and detail kept if absent."""
+        self.title, self.status = event.title, event.status
+        self.elapsed_s = event.elapsed_s if event.elapsed_s is not None else self.elapsed_s
+        self.detail = event.detail or self.detail
 
 
 @dataclass
@@ -39,7 +47,7 @@ class RunView:
 
     allowed_roots: list[Path] = field(default_factory=list)  # files outside them are named, not served
     text: str = ""
-    steps: dict[str, _StepPanel] = field(default_factory=dict)
+    steps: dict[str, StepPanel] = field(default_factory=dict)
     progress: dict[str, ev.Progress] = field(default_factory=dict)
     images: list[tuple[str, str]] = field(default_factory=list)
     tables: list[ev.Table] = field(default_factory=list)
@@ -58,10 +66,7 @@ class RunView:
         elif isinstance(event, ev.Progress):
             self.progress[event.task] = event
         elif isinstance(event, ev.Step):
-            panel = self.steps.setdefault(event.step, _StepPanel(event.title))
-            panel.title, panel.status = event.title, event.status
-            panel.elapsed_s = event.elapsed_s if event.elapsed_s is not None else panel.elapsed_s
-            panel.detail = event.detail or panel.detail
+            self.steps.setdefault(event.step, StepPanel(event.title)).apply(event)
         elif isinstance(event, ev.Image):
             if self._servable(event.path):
                 self.images.append((event.path, event.caption))
