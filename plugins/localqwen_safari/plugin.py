@@ -29,7 +29,15 @@ class PlayForm(Form):
     adapter: Path | None = field(None, label="Adapter", widget="folder", help="For --policy model: an adapter folder.")
     max_new_tokens: int = field(256, label="Max reply tokens", ge=8, le=4096, advanced=True)
     output_dir: Path | None = field(None, label="Images folder", widget="folder", advanced=True,
-                                    help="Where the view and map images go; empty = the plugin's outputs.")
+                                    help="Where the view and map images and episode.jsonl go; "
+                                         "empty = the plugin's outputs.")
+
+
+class ReplayForm(Form):
+    episode: Path = field(label="Episode file", widget="file",
+                          help="An episode.jsonl that play saved (or the TUI / web view).")
+    gif: Path | None = field(None, label="GIF file", help="Also export the episode as an animated GIF here.")
+    frame_ms: int = field(800, label="GIF frame time (ms)", ge=20, le=10_000, advanced=True)
 
 
 class GenerateForm(Form):
@@ -74,6 +82,7 @@ class Safari(Plugin):
     @action(form=PlayForm, title="Play a mission", description="Watch a policy play one mission turn by turn.")
     def play(self, form: PlayForm, ctx: Context):
         from localqwen_safari.episode import Episode
+        from localqwen_safari.episode_file import EPISODE_FILE, EpisodeLog
         from localqwen_safari.playing import play_turns
         from localqwen_safari.policies import get_policy
         from localqwen_safari.render import render_map
@@ -83,10 +92,12 @@ class Safari(Plugin):
         out.mkdir(parents=True, exist_ok=True)
         policy = _model_policy(form, ctx, out / "model-views") if form.policy == "model" else get_policy(form.policy)
         episode = Episode.start(mission)
+        log = EpisodeLog(mission, form.policy)
         yield ev.Log(message=f"{mission.id}: {mission.describe()} {form.policy} plays, "
                              f"{mission.max_turns} turns at most.")
         for turn in play_turns(episode, policy, render=True):
             ctx.cancel.raise_if_cancelled()
+            log.add_turn(turn.decision.thought, turn.decision.calls, turn.runs, episode)
             step = f"turn-{turn.number}"
             yield ev.Step(step=step, title=f"Turn {turn.number}", detail=turn.context)
             view_path, map_path = out / f"view_{turn.number:02d}.png", out / f"map_{turn.number:02d}.png"
@@ -100,12 +111,54 @@ class Safari(Plugin):
             yield ev.Image(path=str(map_path), caption=f"After turn {turn.number}: the map and the path")
             yield ev.Step(step=step, title=f"Turn {turn.number}", status="finished",
                           detail="; ".join(run.result for run in turn.runs) or "no tool call")
+        log.finish(episode)
+        saved = log.save(out / EPISODE_FILE)
+        yield ev.FileWritten(path=str(saved), description="the episode (replay with: localqwen run safari replay "
+                                                          f"--episode {saved})")
         result = {"mission": mission.id, "kind": mission.kind, "targets": list(mission.targets),
                   "policy": form.policy, "success": episode.success, "outcome": episode.outcome,
                   "turns": episode.turn, "found": list(episode.found), "notepad": episode.notepad,
-                  "path": [list(cell) for cell in episode.path], "images": str(out)}
+                  "path": [list(cell) for cell in episode.path], "images": str(out), "episode": str(saved)}
         yield ev.Done(result=result, summary=f"{form.policy} on {mission.id}: {episode.outcome} "
                                              f"after {episode.turn} turns")
+
+    # -- replay -----------------------------------------------------------------------------------
+    @action(form=ReplayForm, title="Replay an episode",
+            description="Replay a saved episode turn by turn, checked against its world; optionally as a GIF.")
+    def replay(self, form: ReplayForm, ctx: Context):
+        from localqwen_safari.episode_file import load_episode
+        from localqwen_safari.gif import write_gif
+        from localqwen_safari.replay import replay
+
+        log = load_episode(form.episode)
+        frames = replay(log)
+        out = ctx.outputs_dir / f"replay-{log.mission.id}-{log.policy}"
+        out.mkdir(parents=True, exist_ok=True)
+        yield ev.Log(message=f"{log.mission.id}: {log.mission.describe()} played by {log.policy}, "
+                             f"{len(frames)} turns, consistent with its world.")
+        for frame in frames:
+            ctx.cancel.raise_if_cancelled()
+            step = f"turn-{frame.turn}"
+            yield ev.Step(step=step, title=f"Turn {frame.turn}", detail=frame.context)
+            view_path, map_path = out / f"view_{frame.turn:02d}.png", out / f"map_{frame.turn:02d}.png"
+            view_path.write_bytes(frame.view)
+            map_path.write_bytes(frame.map)
+            yield ev.Image(path=str(view_path), caption=f"Turn {frame.turn}: the agent's view")
+            yield ev.TextDelta(text=f"Thought: {frame.thought}\n", step=step)
+            for call in frame.calls:
+                arguments = call["arguments"] if isinstance(call["arguments"], dict) else {"value": call["arguments"]}
+                yield ev.ToolCall(name=call["name"], arguments=arguments, result=call["result"])
+            yield ev.Image(path=str(map_path), caption=f"After turn {frame.turn}: the map and the path")
+            yield ev.Step(step=step, title=f"Turn {frame.turn}", status="finished",
+                          detail="; ".join(call["result"] for call in frame.calls) or "no tool call")
+        result: dict[str, Any] = {"mission": log.mission.id, "policy": log.policy, "turns": len(frames),
+                                  **(log.end or {}), "images": str(out)}
+        if form.gif is not None:
+            gif = write_gif(frames, form.gif, frame_ms=form.frame_ms)
+            yield ev.FileWritten(path=str(gif), description=f"the episode as a GIF ({len(frames)} frames)")
+            result["gif"] = str(gif)
+        yield ev.Done(result=result, summary=f"replayed {log.mission.id} ({log.policy}): {result['outcome']} "
+                                             f"after {len(frames)} turns")
 
     # -- generate ---------------------------------------------------------------------------------
     @action(form=GenerateForm, title="Generate training data",
