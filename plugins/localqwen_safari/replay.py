@@ -55,7 +55,7 @@ def arguments_text(arguments: Any) -> str:
     return ", ".join(f"{key}={json.dumps(value, ensure_ascii=False)}" for key, value in arguments.items())
 
 
-def _frame(episode: Episode, view: bytes, context: str, record: TurnRecord) -> Frame:
+def frame_after_turn(episode: Episode, view: bytes, context: str, record: TurnRecord) -> Frame:
     return Frame(record.turn, episode.mission.max_turns, episode.mission.describe(), view, render_map(episode),
                  context, record.thought, record.calls, episode.notepad, episode.position, list(episode.found),
                  episode.done, episode.outcome)
@@ -71,7 +71,7 @@ def record_play(mission: Mission, policy: Policy, policy_name: str) -> Iterator[
         if episode.done:
             log.finish(episode)
         assert turn.view is not None
-        yield _frame(episode, turn.view, turn.context, record), log
+        yield frame_after_turn(episode, turn.view, turn.context, record), log
 
 
 def play_to_end(mission: Mission, policy: Policy, policy_name: str) -> tuple[list[Frame], EpisodeLog]:
@@ -104,7 +104,7 @@ def replay(log: EpisodeLog) -> list[Frame]:
         for key, saved, actual in checks:
             if saved != actual:
                 raise EpisodeFileError(f"{where}: '{key}' is {saved!r} but replaying gives {actual!r}")
-        frames.append(_frame(episode, view, context, record))
+        frames.append(frame_after_turn(episode, view, context, record))
     end = log.end or {}
     where = f"{name} line {log.end_line}" if log.end_line else name
     if not episode.done:
