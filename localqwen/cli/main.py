@@ -21,6 +21,7 @@ COMMAND_MODULES = [
     "localqwen.cli.tui_cmd",
     "localqwen.cli.web_cmd",
     "localqwen.cli.serve_cmd",
+    "localqwen.cli.mcp_cmd",
     "localqwen.cli.train_cmd",
     "localqwen.cli.doctor_cmd",
     "localqwen.cli.models_cmd",

@@ -1,4 +1,5 @@
-"""The routes: ``/health``, ``/v1/models``, ``/v1/chat/completions``, ``/v1/embeddings``.
+"""The routes: ``/health``, ``/v1/models``, ``/v1/chat/completions``, ``/v1/embeddings``,
+``/v1/rerank``, and the MCP endpoint ``/mcp`` (Streamable HTTP, when the ``mcp`` SDK is installed).
 
 Built on Starlette (the ASGI toolkit under FastAPI) and wrapped in :class:`Guard`. Every failure
 leaves as an OpenAI-shaped error: refusals with their status (400, 401, 404, 413, 421, 429),
@@ -37,14 +38,22 @@ def build_app(bench: Workbench, plan: ServePlan) -> Any:
     from starlette.applications import Starlette
     from starlette.routing import Route
 
+    from localqwen.server.mcp_server import HttpMcp, mcp_available
+
     api = Api(bench, plan)
     routes = [
         Route("/health", api.health, methods=["GET"]),
         Route("/v1/models", api.models, methods=["GET"]),
         Route("/v1/chat/completions", api.chat_completions, methods=["POST"]),
         Route("/v1/embeddings", api.embeddings, methods=["POST"]),
+        Route("/v1/rerank", api.rerank, methods=["POST"]),
     ]
-    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed})
+    mcp = HttpMcp(bench, plan) if mcp_available() else None
+    if mcp is not None:
+        routes.append(Route("/mcp", mcp.endpoint))  # an ASGI app: GET (event stream), POST, DELETE
+    api.mcp = mcp is not None
+    app = Starlette(routes=routes, exception_handlers={404: _not_found, 405: _not_allowed},
+                    lifespan=mcp.lifespan if mcp is not None else None)
     app.state.api = api
     return Guard(app, plan)
 
@@ -83,6 +92,7 @@ class Api:
         self.queues = Queues(plan.max_waiting)
         self.started = int(time.time())
         self._listing = threading.Lock()
+        self.mcp = False  # set by build_app when /mcp is mounted
 
     async def _served(self) -> list[Any]:
         import anyio
@@ -113,7 +123,7 @@ class Api:
                 "chat_completions": True, "streaming": True, "tools": True, "embeddings": True,
                 "images": "data URLs, or local paths inside the uploads and outputs folders (never fetched)",
                 "plugin_models": "localqwen/<plugin id>", "extension_field": shapes.EXTENSION_FIELD,
-                "rerank": False, "mcp": False,
+                "rerank": True, "mcp": "/mcp (Streamable HTTP)" if self.mcp else False,
             },
             "limits": {"max_body_bytes": self.plan.max_body, "max_waiting_per_engine": self.plan.max_waiting},
             "auth": bool(self.plan.api_key),
@@ -158,6 +168,24 @@ class Api:
             async with ticket.turn():
                 result = await anyio.to_thread.run_sync(embed, self.bench, served.target, texts,
                                                         body.get("encoding_format", "float"))
+        finally:
+            ticket.release()
+        return JSONResponse(result)
+
+    @openai_errors
+    async def rerank(self, request: Request) -> Response:
+        import anyio
+        from starlette.responses import JSONResponse
+
+        from localqwen.server.rerank import rerank, rerank_request, served_rerankers
+
+        body = await read_json(request, self.plan.max_body)
+        model, query, texts, top_n, return_documents = rerank_request(body, served_rerankers(self.bench))
+        ticket = self.queues.ticket(f"reranker:{model}")
+        try:
+            async with ticket.turn():
+                result = await anyio.to_thread.run_sync(rerank, self.bench, model, query, texts, top_n,
+                                                        return_documents)
         finally:
             ticket.release()
         return JSONResponse(result)
@@ -250,7 +278,7 @@ async def until_disconnected(request: Request, work: Awaitable[Any]) -> Any:
 
 async def _not_found(request: Request, exc: Exception) -> Response:
     return error_response(ApiError(404, f"no route {request.url.path}; see /v1/models, /v1/chat/completions, "
-                                        "/v1/embeddings, /health", code="not_found"))
+                                        "/v1/embeddings, /v1/rerank, /mcp, /health", code="not_found"))
 
 
 async def _not_allowed(request: Request, exc: Exception) -> Response:

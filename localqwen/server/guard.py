@@ -4,6 +4,9 @@
   site can make a browser send requests to 127.0.0.1 under its own domain name after re-pointing
   its DNS (DNS rebinding); the browser then sends that domain as ``Host``, so such requests are
   refused here (421).
+- A loopback server also refuses a request whose ``Origin`` (sent by browsers) is not a loopback
+  page (403): without it a page on any site could still make the browser POST a "simple"
+  ``text/plain`` request to 127.0.0.1 (say, an MCP tool call) even though it cannot read the answer.
 - With an API key, every route needs ``Authorization: Bearer KEY`` (compared in constant time).
 - A body over the limit is refused from its ``Content-Length`` before it is read, and
   :func:`read_json` counts what a chunked upload really sends.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import hmac
 import json
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from localqwen.server.errors import ApiError, error_body
 from localqwen.server.plan import ServePlan, is_loopback
@@ -31,6 +35,14 @@ def host_name(header: str) -> str:
     return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
 
 
+def origin_host(origin: str) -> str:
+    """The host of an ``Origin`` header (``http://localhost:3000`` -> ``localhost``); "" for ``null`` or junk."""
+    try:
+        return urlsplit(origin.strip()).hostname or ""
+    except ValueError:
+        return ""
+
+
 def check_request(plan: ServePlan, headers: dict[str, str]) -> None:
     """Raise :class:`ApiError` when the request may not reach the routes (Host, key, declared size)."""
     if plan.loopback:
@@ -38,6 +50,10 @@ def check_request(plan: ServePlan, headers: dict[str, str]) -> None:
         if not is_loopback(host):
             raise ApiError(421, f"this server answers only requests addressed to a loopback name (localhost, "
                                 f"127.0.0.1, ::1), not {host or 'a missing Host header'!r}", code="host_not_allowed")
+        origin = headers.get("origin")
+        if origin is not None and not is_loopback(origin_host(origin)):
+            raise ApiError(403, f"requests from the web page {origin!r} are refused: this server answers pages "
+                                "served from a loopback address only", code="origin_not_allowed")
     if plan.api_key:
         scheme, _, given = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), plan.api_key.encode()):
