@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen.i18n import t
 from localqwen.plugin_api import CancelToken, Context, Plugin
+from localqwen.plugin_api import events as ev
 from localqwen.plugin_api.chat import ImageRejected, answer_stored, attach_image
 from localqwen.plugin_api.runner import run_chat
 from localqwen.storage.chat_store import ChatEntry, ChatSessionInfo, PluginChats
@@ -65,6 +66,20 @@ class Conversations:
 
     def entries(self, plugin_id: str, session_id: int) -> list[ChatEntry]:
         return self.store(plugin_id).entries(session_id)
+
+    def panel(self, plugin_id: str, session_id: int) -> list[ev.Table]:
+        """The plugin's side panel for this session (its ``@chat_panel`` tables), or [] when it has none.
+
+        A panel that fails is shown as one table holding the error, so the chat stays usable."""
+        provider = self.plugin(plugin_id).chat_panel_provider()
+        if provider is None:
+            return []
+        metadata = self.store(plugin_id).metadata(session_id)
+        try:
+            tables = provider(metadata, self.make_context(plugin_id, CancelToken()))
+        except Exception as exc:  # a plugin's bug must not take the chat view down with it
+            return [ev.Table(title=t("chat.panel_failed"), columns=["error"], rows=[[f"{type(exc).__name__}: {exc}"]])]
+        return [table for table in tables if isinstance(table, ev.Table)]
 
     def attach_image(self, session_id: int, source: str | Path) -> str:
         """Copy an image into the app's uploads folder and return the copy's path."""

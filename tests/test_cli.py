@@ -114,7 +114,7 @@ def test_plugins_says_which_plugins_chat(test_plugins):
 
 def test_chat_repl_renders_a_plugin_chat_and_its_commands(test_plugins):
     """The ~40-line test chat plugin in the terminal: no CLI code of its own."""
-    lines = "hello there\n/sessions\n/regenerate\n/image /no/such.png\n/plugin testplug\n/frobnicate\n/exit\n"
+    lines = "hello there\n/sessions\n/regenerate\n/image /no/such.png\n/plugin testplug\n/frobnicate\n/panel\n/exit\n"
     result = runner.invoke(app, ["chat", "--plugin", "parrot"], input=lines)
     assert result.exit_code == 0, result.output
     out = result.output
@@ -123,7 +123,9 @@ def test_chat_repl_renders_a_plugin_chat_and_its_commands(test_plugins):
     assert "tool lookup({'query': 'hello there'}) -> 0 earlier messages" in out
     assert "Polly says: hello there" in out and "Turn 2: 2 words heard." in out  # regenerated
     assert "*    1  hello there  (2 messages)" in out
-    assert "no image at /no/such.png" in out and "offers no chat" in out and "unknown command" in out
+    assert "no image at /no/such.png" in out and "offers no chat" in out
+    assert "Polly says: /frobnicate" in out  # a command the REPL does not know is the plugin's to answer
+    assert "This chat" in out and "turns" in out and "3" in out.split("This chat")[-1]  # /panel: the side panel
     # A new run goes on with the latest session and shows its history first; --new starts another.
     result = runner.invoke(app, ["chat", "--plugin", "parrot"], input="")
     assert result.exit_code == 0 and "Polly says: hello there" in result.output

@@ -30,8 +30,10 @@ COMMANDS = """commands:
   /regenerate      answer the last message again
   /image PATH      attach an image to the next message
   /plugin [ID]     talk to another plugin (without ID: the plugins that chat)
+  /panel           show the plugin's side panel for this session (a profile, memories...)
   /help            this list
-  /exit            leave (also Ctrl-D, or Ctrl-C twice)"""
+  /exit            leave (also Ctrl-D, or Ctrl-C twice)
+any other /command goes to the plugin (e.g. the RAG chat's /settings and /set NAME VALUE)"""
 FOLLOW_TIMEOUT_S = 0.1
 
 
@@ -175,9 +177,20 @@ class ChatRepl:
             for plugin in self.conversations.plugins():
                 mark = "*" if plugin.id == self.plugin_id else " "
                 self._note(f"{mark} {plugin.id:<12} {plugin.title}  {plugin.description}")
-        else:
-            self._problem(f"unknown command {line!r}; /help lists them")
+        elif name == "panel":
+            self.panel()
+        else:  # the plugin's own command: it answers (or says it does not know it) like any message
+            return self.say(line)
         return ""
+
+    def panel(self) -> None:
+        """Print the plugin's side panel for this session (the tables the TUI and web show beside the chat)."""
+        tables = self.conversations.panel(self.plugin_id, self.session_id)
+        if not tables:
+            self._note("this chat has no side panel")
+        for table in tables:
+            self.printer(table)
+        self.printer.close()
 
     # -- one answer -----------------------------------------------------------------------------
     def _start(self, begin: Any) -> tuple[Any, Any] | None:

@@ -1,6 +1,6 @@
 """The plugin API: everything a LocalQwen plugin imports comes from here."""
 
-from localqwen.plugin_api.chat import ChatRequest, chat
+from localqwen.plugin_api.chat import ChatRequest, chat, chat_panel
 from localqwen.plugin_api.context import Context
 from localqwen.plugin_api.extensions import Extensions
 from localqwen.plugin_api.forms import FieldSpec, Form, FormError, Widget, field, form_fields, parse_form
@@ -29,6 +29,7 @@ __all__ = [
     "Widget",
     "action",
     "chat",
+    "chat_panel",
     "events",
     "field",
     "form_fields",

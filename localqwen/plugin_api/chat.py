@@ -58,6 +58,20 @@ def chat(func: ChatFunc) -> ChatFunc:
     return func
 
 
+PanelFunc = Callable[[Any, dict[str, Any], Any], list[ev.Table]]
+
+
+def chat_panel(func: PanelFunc) -> PanelFunc:
+    """Mark a plugin method as its chat's side panel: ``def panel(self, metadata, ctx) -> [Table]``.
+
+    The chat views show the tables beside the conversation (a patient profile, the memories a turn
+    recalled...) and ask again after every turn and when a session opens. The method reads the
+    session's metadata and must be quick and side-effect free; edits go through the chat (commands)
+    or the plugin's actions, so every frontend gets them."""
+    func.__localqwen_chat_panel__ = True  # type: ignore[attr-defined]
+    return func
+
+
 class ImageRejected(ValueError):
     """An attached file is not a usable image; ``reason`` is "missing", "type" or "too_big" (the
     frontends translate it, with ``detail`` as the message's fields)."""

@@ -90,6 +90,14 @@ class Plugin:
                     return getattr(self, name)  # type: ignore[no-any-return]
         return None
 
+    def chat_panel_provider(self) -> Callable[[dict[str, Any], Context], list[Any]] | None:
+        """The bound ``@chat_panel`` method, or None when this plugin's chat has no side panel."""
+        for klass in type(self).__mro__:
+            for name, attr in vars(klass).items():
+                if getattr(attr, "__localqwen_chat_panel__", False):
+                    return getattr(self, name)  # type: ignore[no-any-return]
+        return None
+
     @property
     def chats(self) -> bool:
         return self.chat_responder() is not None

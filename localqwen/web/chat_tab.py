@@ -18,6 +18,7 @@ from localqwen.jobs import paced, run_in_background
 from localqwen.paths import ensure_within
 from localqwen.plugin_api import CancelToken
 from localqwen.web.chat_messages import AnswerMessages, transcript
+from localqwen.web.chat_panel import panel_markdown
 from localqwen.web.files import allowed_paths
 
 UPDATE_INTERVAL_S = 0.1
@@ -50,6 +51,18 @@ class ChatTab:
         except KeyError:  # a session of another plugin (the picker just changed): nothing to show
             return []
         return transcript(entries, allowed_paths(self.bench.paths))
+
+    def panel(self, plugin_id: str | None, session_id: int | None) -> Any:
+        """The plugin's side panel for this session, hidden when the plugin has none."""
+        import gradio as gr
+
+        if not plugin_id or not session_id:
+            return gr.update(value="", visible=False)
+        try:
+            text = panel_markdown(self.conversations.panel(plugin_id, int(session_id)))
+        except (KeyError, ValueError):  # a session of another plugin (the picker just changed)
+            text = ""
+        return gr.update(value=text, visible=bool(text))
 
     # -- plugins and sessions -----------------------------------------------------------------------
     def pick_plugin(self, plugin_id: str | None) -> tuple[Any, list[Any], str]:
@@ -198,13 +211,19 @@ def build(bench: Workbench) -> ChatTab:
                 stop = gr.Button(t("chat.stop"), variant="stop", elem_id="chat-stop")
                 regenerate = gr.Button(t("chat.regenerate"), elem_id="chat-regenerate")
                 clear = gr.Button(t("chat.clear"), elem_id="chat-clear")
-    plugin.input(tab.pick_plugin, inputs=[plugin], outputs=[sessions, chatbot, status], api_name="chat_plugin")
+        with gr.Column(scale=2, min_width=220):
+            shown = panel_markdown(bench.conversations.panel(plugin_id, first)) if plugin_id and first else ""
+            panel = gr.Markdown(shown, label=t("chat.panel_title"), elem_id="chat-panel", visible=bool(shown))
+    # After anything that changes the session shown or its metadata, the side panel is asked again.
+    show_panel = {"fn": tab.panel, "inputs": [plugin, sessions], "outputs": [panel], "api_name": False}
+    plugin.input(tab.pick_plugin, inputs=[plugin], outputs=[sessions, chatbot, status],
+                 api_name="chat_plugin").then(**show_panel)
     box.submit(tab.send, inputs=[box, plugin, sessions], outputs=[chatbot, box, status, sessions],
-               api_name="chat_send", concurrency_limit=None)
+               api_name="chat_send", concurrency_limit=None).then(**show_panel)
     regenerate.click(tab.regenerate, inputs=[plugin, sessions], outputs=[chatbot, box, status, sessions],
-                     api_name="chat_regenerate", concurrency_limit=None)
+                     api_name="chat_regenerate", concurrency_limit=None).then(**show_panel)
     stop.click(tab.stop, inputs=[sessions], outputs=[status], api_name="chat_stop", concurrency_limit=None)
-    clear.click(tab.clear, inputs=[plugin, sessions], outputs=[chatbot, status], api_name="chat_clear")
-    new.click(tab.new_session, inputs=[plugin], outputs=[sessions, chatbot], api_name="chat_new")
-    sessions.input(tab.show, inputs=[plugin, sessions], outputs=[chatbot], api_name="chat_show")
+    clear.click(tab.clear, inputs=[plugin, sessions], outputs=[chatbot, status], api_name="chat_clear").then(**show_panel)
+    new.click(tab.new_session, inputs=[plugin], outputs=[sessions, chatbot], api_name="chat_new").then(**show_panel)
+    sessions.input(tab.show, inputs=[plugin, sessions], outputs=[chatbot], api_name="chat_show").then(**show_panel)
     return tab

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import io
 import time
 
 import pytest
-from textual.widgets import Collapsible, DataTable, Input, Markdown, Select, Sparkline, Switch
+from textual.widgets import Collapsible, DataTable, Input, Markdown, Select, Sparkline, Static, Switch
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import events as ev
@@ -235,6 +236,9 @@ async def test_chat_renders_a_plugin_chat_with_no_frontend_code(app, tmp_path):
         assert "done" in str(screen.query_one("#chat-status").render())
         session = screen.session_id
         assert conversations.store("parrot").metadata(session) == {"turns": 1}
+        # The plugin's side panel shows the session's counter, asked again after the turn.
+        panel = screen.query_one("#chat-panel")
+        assert panel.display and "turns" in _rendered(panel) and "1" in _rendered(panel)
         # An image goes with the next message: shown in the question and in the answer (an Image event).
         picture = write_png(tmp_path / "square.png")
         screen.query_one("#chat-image").value = str(picture)
@@ -263,6 +267,16 @@ async def test_chat_renders_a_plugin_chat_with_no_frontend_code(app, tmp_path):
         assert [c.title for c in messages[1].query(".step-panel").results(Collapsible)] == ["✓ Listening (0.01s)"]
         assert messages[1].query(".tool-call") and messages[3].query(ImageBlock)
         assert messages[3].text == "Polly says: and this?"
+
+
+def _rendered(container) -> str:
+    """The plain text of everything a container's Static widgets show (Rich tables included)."""
+    from rich.console import Console
+
+    console = Console(width=60, record=True, file=io.StringIO())
+    for widget in container.query(Static):
+        console.print(widget.content)
+    return console.export_text()
 
 
 @async_test

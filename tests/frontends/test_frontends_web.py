@@ -147,6 +147,9 @@ def test_chat_handlers_render_a_plugin_chat_with_no_frontend_code(web):
     assert answer == {"role": "assistant", "content": "Polly says: hello"}
     assert frames[-1][2].startswith("done")
     assert chat.conversations.store("parrot").metadata(session) == {"turns": 1}
+    side = chat.panel("parrot", session)  # the plugin's side panel, asked again after the turn
+    assert side["visible"] and "**This chat**" in side["value"] and "| turns | 1 |" in side["value"]
+    assert chat.panel("chat", chat.conversations.latest_or_new_session("chat"))["visible"] is False
     # Reopened, the session shows the same blocks: step panel (with its text) and tool call included.
     assert chat.show("parrot", session) == messages
     assert len(list(chat.regenerate("parrot", session))[-1][0]) == 4

@@ -2,12 +2,13 @@
 
 Every chat view (the TUI chat screen, the web chat tab, ``localqwen chat``) must render it from its
 events alone: a step panel with its own text, a tool call with its result, an image when one is
-sent, a streamed answer, a counter kept in the session's metadata, and a stop that is honoured.
+sent, a streamed answer, a counter kept in the session's metadata and shown in the side panel, and a
+stop that is honoured.
 """
 
 from __future__ import annotations
 
-from localqwen.plugin_api import ChatRequest, Context, Plugin, Requirements, chat
+from localqwen.plugin_api import ChatRequest, Context, Plugin, Requirements, chat, chat_panel
 from localqwen.plugin_api import events as ev
 
 
@@ -38,3 +39,7 @@ class ParrotChat(Plugin):
                 return
             yield ev.TextDelta(text=word if index == 0 else " " + word)
         yield ev.Done(summary=f"turn {turn}")
+
+    @chat_panel
+    def panel(self, metadata: dict, ctx: Context) -> list[ev.Table]:
+        return [ev.Table(title="This chat", columns=["what", "value"], rows=[["turns", metadata.get("turns", 0)]])]

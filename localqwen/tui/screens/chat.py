@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from rich.table import Table as RichTable
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -80,6 +81,8 @@ class ChatScreen(BaseScreen):
                     yield Button(t("chat.regenerate"), id="chat-regenerate")
                     yield Button(t("chat.clear"), id="chat-clear")
                     yield Button(t("chat.copy"), id="chat-copy")
+            # The plugin's side panel (a patient profile, recalled memories): hidden when it has none.
+            yield VerticalScroll(id="chat-panel")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -160,6 +163,18 @@ class ChatScreen(BaseScreen):
                     await box.mount(message)
                     await message.replay(events)
             box.scroll_end(animate=False)
+        await self.refresh_panel()
+
+    async def refresh_panel(self) -> None:
+        """Ask the plugin for its side panel of this session and show it (or hide the column)."""
+        panel = self.query_one("#chat-panel", VerticalScroll)
+        tables = []
+        if self.plugin_id is not None and self.session_id is not None:
+            tables = self.conversations.panel(self.plugin_id, self.session_id)
+        await panel.remove_children()
+        panel.display = bool(tables)
+        for table in tables:
+            await panel.mount(Static(panel_table(table), classes="chat-panel-table"))
 
     def _speaker_for(self, role: str) -> str:
         return self.speaker if role == "assistant" else t(f"chat.role_{role}")
@@ -281,3 +296,14 @@ class ChatScreen(BaseScreen):
             status += "  " + t("chat.usage", prompt=usage.get("prompt_tokens", 0), completion=usage["completion_tokens"])
         self.query_one("#chat-status", Static).update(Text(status))
         await self.refresh_sessions()
+        await self.refresh_panel()
+
+
+def panel_table(table: ev.Table) -> RichTable:
+    """One side-panel table as a Rich table (cells as plain text: plugin data is never markup)."""
+    shown = RichTable(title=table.title or None, show_header=True, expand=True, title_justify="left")
+    for column in table.columns:
+        shown.add_column(column, overflow="fold")
+    for row in table.rows:
+        shown.add_row(*(Text("" if cell is None else str(cell)) for cell in row))
+    return shown
