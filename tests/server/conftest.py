@@ -62,3 +62,30 @@ def start_api(isolated_home) -> Iterator[Callable[..., RunningApi]]:
 @pytest.fixture
 def tiny_config(tiny_qwen3_path) -> str:
     return f'[plugins.chat]\nmodel = "{tiny_qwen3_path}"\nmax_new_tokens = 8\n'
+
+
+RERANK_WORDS = ["what", "helps", "absorb", "calcium", "vitamin", "d", "the", "body", "from", "food", "night", "train",
+                "to", "vienna", "leaves", "at", "ten", "bones"]
+
+
+@pytest.fixture(scope="session")
+def tiny_cross_encoder(tmp_path_factory) -> Path:
+    """A tiny random BERT cross-encoder over :data:`RERANK_WORDS`, saved as a folder (no hub)."""
+    return build_tiny_cross_encoder(tmp_path_factory.mktemp("tiny_ce"), RERANK_WORDS)
+
+
+def build_tiny_cross_encoder(path: Path, words: list[str]) -> Path:
+    """A tiny random BERT cross-encoder with a local WordPiece vocabulary (as tests/rag builds one)."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *sorted(set(words))]
+    (path / "vocab.txt").write_text("\n".join(vocab), encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=64, max_position_embeddings=256, num_labels=1)
+    BertForSequenceClassification(config).save_pretrained(path, safe_serialization=True)
+    tokenizer.save_pretrained(path)
+    return path

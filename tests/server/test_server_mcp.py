@@ -44,9 +44,10 @@ def echo_checks(result, progress) -> None:
 
 
 def test_actions_are_tools_with_their_form_schema(plugins_env):
-    from localqwen.app import Workbench
     from localqwen_rag.plugin import SearchForm
     from lq_test_plugin import EchoForm
+
+    from localqwen.app import Workbench
 
     async def main():
         async with in_memory_client(Workbench.create()) as client:
