@@ -124,7 +124,7 @@ def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = Tr
         show_error=True,
         inbrowser=False,
         ssr_mode=False,
-        mcp_server=False,
+        mcp_server=False,  # off: one MCP surface (`localqwen mcp`, serve's /mcp) under the API's key/Host/Origin rules
         footer_links=["settings"],
     )
     assert gradio_temp_dir(bench.paths).exists()
