@@ -436,7 +436,7 @@ def extract_patterns(text: str) -> TurnFacts:
             continue
         if _CJK.search(own):
             _chinese(own, facts)
-        if re.search(r"[A-Za-z]{3}", own):
+        if re.search(r"[A-Za-z]", own):
             _english(own, facts)
     if facts.pregnant and facts.sex is None:
         facts.sex = "female"
