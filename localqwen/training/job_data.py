@@ -33,10 +33,13 @@ def resolve_train_source(config: JobConfig, data_sources: DataSources | None = N
     """The train file or hub id; a ``[data.source]`` is built with ``data_sources`` (None: the built-ins)."""
     if config.data.source is not None:
         from localqwen.training.data_sources import build_data_source, builtin_data_sources
+        from localqwen.training.distributed import on_main_process
 
         sources = builtin_data_sources() if data_sources is None else data_sources
-        return build_data_source(sources, config.data.source.name, config.output_path / "data",
-                                 **config.data.source.options)
+        source = config.data.source
+        # Under accelerate launch rank 0 builds the files and the other ranks read them.
+        return on_main_process(lambda: build_data_source(sources, source.name, config.output_path / "data",
+                                                         **source.options))
     assert config.data.train is not None
     if config.data.train.startswith("modelscope:"):
         return config.data.train

@@ -1,0 +1,42 @@
+"""Work that only one process of an `accelerate launch` job may do (building a job's data files).
+
+Every rank runs the same ``localqwen train`` command; a ``[data.source]`` builder writing its files
+into ``output_dir/data`` from two processes at once would interleave the writes and a rank could
+read a half-written file. :func:`on_main_process` runs the builder on rank 0 only; the other ranks
+wait for it and get its result (a path), or its failure, so no rank hangs when it fails.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def on_main_process(build: Callable[[], T]) -> T:
+    """``build()`` once for the whole job; in a single process it simply runs."""
+    if "LOCAL_RANK" not in os.environ:  # not under accelerate launch / torchrun
+        return build()
+    from accelerate import PartialState
+    from accelerate.utils import broadcast_object_list
+
+    state = PartialState()  # joins the job's process group (the Trainer later reuses this state)
+    if state.num_processes == 1:
+        return build()
+    outcome: list[object] = [None]
+    failure: BaseException | None = None
+    if state.is_main_process:
+        try:
+            outcome = [("ok", build())]
+        except Exception as exc:  # noqa: BLE001 - the other ranks must hear of it, then it is re-raised
+            failure = exc
+            outcome = [("failed", f"{type(exc).__name__}: {exc}")]
+    broadcast_object_list(outcome, from_process=0)
+    kind, value = outcome[0]  # type: ignore[misc]
+    if failure is not None:
+        raise failure
+    if kind == "failed":
+        raise RuntimeError(f"the main process could not build the job's data: {value}")
+    return value  # type: ignore[no-any-return]

@@ -1,0 +1,122 @@
+"""Training beyond one device, run for real on this machine: ``localqwen train CONFIG`` under
+``accelerate launch`` with 2 CPU processes (torch.distributed over gloo), from the same job config
+as a single-process run. The multi-GPU path is the same command with ``--num_processes`` = GPUs.
+
+Why the two runs should match: with 2 processes each optimizer step takes one batch per rank,
+batches 2k and 2k+1 of the one shuffled order (accelerate shards the sampler's batches), and DDP
+averages their gradients; a single process with ``gradient_accumulation = 2`` takes the same two
+batches and averages the same way. So the per-step losses agree up to floating-point summation
+order. A constant learning rate makes "3 steps, then --resume to 6" the same run as 6 straight.
+The data come from a plugin's ``[data.source]`` (the test extender's ``tiny-qa``), which rank 0
+builds while rank 1 waits (``localqwen.training.distributed``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+
+LOSS_TOLERANCE = 1e-4  # absolute, per step; measured here: identical to the last digit (difference 0.0)
+
+
+def job(tmp_path: Path, model: Path, name: str, *, accumulation: int, steps: int) -> Path:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f"""name = "{name}"
+output_dir = "{tmp_path / name}"
+[model]
+path = "{model}"
+[data.source]
+name = "tiny-qa"
+options = {{ n = 48 }}
+[method]
+name = "lora"
+options = {{ r = 4, dropout = 0.0 }}
+[training]
+max_steps = {steps}
+batch_size = 2
+gradient_accumulation = {accumulation}
+learning_rate = 0.01
+lr_scheduler = "constant"
+save_steps = 3
+precision = "fp32"
+[tracking]
+swanlab = "off"
+""", encoding="utf-8")
+    return path
+
+
+def losses(output: Path) -> dict[int, float]:
+    found = {}
+    for line in (output / "progress.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if event.get("kind") == "metric" and "loss" in event["values"]:
+            found[event["step"]] = event["values"]["loss"]
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "LOCALQWEN_PLUGINS": "extender"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return done
+
+
+@pytest.fixture
+def extender_installed(tmp_path, monkeypatch):
+    from install_plugins import write_distribution
+
+    site = tmp_path / "site"
+    write_distribution(site, "lq-extending-plugins", {"extender": "lq_extending_plugin:Extender"})
+    support = Path(__file__).resolve().parents[1] / "support"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), str(support), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("LOCALQWEN_NO_THIRD_PARTY_PLUGINS", "0")
+
+
+def accelerate_launch(config: Path, *extra: str) -> list[str]:
+    # --multi_gpu picks accelerate's torch.distributed launcher; on a machine without CUDA each
+    # process then runs on the CPU with the gloo backend (accelerate's MULTI_CPU state).
+    return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+            "--main_process_port", str(free_port()),
+            "-m", "localqwen.cli.main", "train", str(config), *extra]
+
+
+def test_two_cpu_processes_train_like_one(tmp_path, tiny_qwen3_path, extender_installed):
+    single = job(tmp_path, tiny_qwen3_path, "single", accumulation=2, steps=6)
+    run([sys.executable, "-m", "localqwen.cli.main", "train", str(single)])
+    one = losses(tmp_path / "single")
+
+    first_half = job(tmp_path, tiny_qwen3_path, "ddp", accumulation=1, steps=3)
+    run(accelerate_launch(first_half))
+    # Two processes really trained: the Trainer saves one RNG state per process in a distributed run.
+    checkpoint = tmp_path / "ddp" / "checkpoint-3"
+    assert sorted(p.name for p in checkpoint.glob("rng_state*.pth")) == ["rng_state_0.pth", "rng_state_1.pth"]
+    # rank 0 alone speaks for the job: every step is logged once
+    assert sorted(losses(tmp_path / "ddp")) == [1, 2, 3]
+
+    whole = job(tmp_path, tiny_qwen3_path, "ddp", accumulation=1, steps=6)  # same output_dir, longer run
+    run(accelerate_launch(whole, "--resume"))
+    two = losses(tmp_path / "ddp")
+
+    assert sorted(two) == sorted(one) == [1, 2, 3, 4, 5, 6]
+    assert one[6] < one[1] and two[6] < two[1]  # it learns
+    for step in one:
+        assert two[step] == pytest.approx(one[step], abs=LOSS_TOLERANCE), (step, one, two)
+    assert (tmp_path / "ddp" / "checkpoint-6").is_dir() and (tmp_path / "ddp" / "final").is_dir()
+    # the data source was built once, by rank 0, into the job's folder
+    assert (tmp_path / "ddp" / "data" / "train.jsonl").read_text().count("\n") == 48
+    print("single", one, "\nddp", two)
