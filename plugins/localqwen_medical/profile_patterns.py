@@ -171,7 +171,9 @@ def _en_values(span: str) -> list[str]:
     values = []
     for item in _items(span.lower()):
         item = _EN_DOSE.sub("", _EN_CUT.sub("", " " + item)).strip()
-        item = re.sub(r"^(?:also|too|both|either|to|a|an|the|some|my|taking|on)\s+", "", item).strip()
+        if re.match(r"(?:it|i|which|they|that|this|he|she)\b", item):  # ", it gives me hives": a new clause
+            continue
+        item = re.sub(r"^(?:(?:also|too|both|either|to|a|an|the|some|my|taking|on)\s+)+", "", item).strip()
         item = re.sub(r"\s+(?:too|also|as well)$", "", item).strip()
         if item and len(item.split()) <= 4 and item not in {"it", "that", "them", "this", "anything", "nothing"}:
             values.append(item)
@@ -313,14 +315,15 @@ def _en_lexicon(text: str, words: list[str]) -> list[str]:
 
 
 # -- Chinese -------------------------------------------------------------------------------------
-_ZH_NKA = re.compile(r"(?:无|没有|否认)(?:任何|明确的?|已知的?)?(?:药物|食物|药物及食物)?过敏(?:史)?|过敏史[：:]\s*(?:无|否认|没有|暂无)|"
+_ZH_NKA = re.compile(r"(?:无|没有|否认)(?:任何|什么|明确的?|已知的?)?(?:药物|食物|药物及食物)?过敏(?:史)?|过敏史[：:]\s*(?:无|否认|没有|暂无)|"
                      r"(?:对)?什么都不过敏|(?:从来)?没(?:有)?(?:对什么)?过敏过")
 _ZH_NOT_ALLERGIC = re.compile(r"对([^，。；！？\n,]{1,12}?)(?:并|其实|也)?(?:不|没有?)过敏")
 _ZH_RESOLVED = re.compile(r"(?:以前|过去|小时候|曾经)([^，。；！？\n]{1,10}?)过敏[^。！？\n]*(?:不再过敏|不过敏了|已经不过敏|好了)")
 _ZH_ALLERGIC = re.compile(r"([^，。；！？\n,:：]{1,14}?)(?:类药物|类药|类)?(?:都|也|会|有点|有些)?过敏(?!性|史)")
 _ZH_HISTORY_FIELD = re.compile(r"过敏史[：:]\s*\n?\s*([^\n（(]+)")
-_ZH_STOPPED = re.compile(r"(?:停了|停用了?|已经停(?:了|掉)?|不再(?:吃|服用|用)|没有?再(?:吃|服用|用)|不吃)([^，。；！？\n,]{1,14})|"
-                         r"([^，。；！？\n,]{1,10}?)(?:已经)?(?:停了|停掉了|不吃了)")
+# "停了X" and "X停了/不吃了": two patterns, so the leftmost match of one does not hide the other.
+_ZH_STOPPED = [re.compile(r"(?:停了|停用了?|已经停(?:了|掉)?|不再(?:吃|服用|用)|没有?再(?:吃|服用|用)|不吃)([^，。；！？\n,]{1,14})"),
+               re.compile(r"([^，。；！？\n,]{1,10}?)(?:已经)?(?:停了|停掉了|不吃了)")]
 _ZH_TAKING = re.compile(r"(?:正在|目前|现在|一直|长期|每天|平时|还|也|都)?在?(?:吃着?|服用着?|服着?|用着?|口服|注射)"
                         r"([^，。；！？\n,]{1,20})|用药(?:情况)?[：:]\s*\n?\s*([^\n]+)")
 _ZH_ASKING = re.compile(r"能不能|可不可以|可以|能否|是否|能|该不该|要不要|会不会")
@@ -391,9 +394,10 @@ def _chinese(sentence: str, facts: TurnFacts) -> None:
             continue
         facts.allergies += [a for a in _zh_allergens(m.group(1)) if a not in facts.allergies]
     stopped_spans = []
-    for m in _ZH_STOPPED.finditer(sentence):
-        facts.stopped_medications += _zh_drugs(m.group(1) or m.group(2))
-        stopped_spans.append(m.span())
+    for pattern in _ZH_STOPPED:
+        for m in pattern.finditer(sentence):
+            facts.stopped_medications += [d for d in _zh_drugs(m.group(1)) if d not in facts.stopped_medications]
+            stopped_spans.append(m.span())
     for m in _ZH_TAKING.finditer(sentence):
         span = m.group(1) or m.group(2)
         if any(a <= m.start() < b for a, b in stopped_spans) or "过敏" in span:  # "吃了青霉素过敏" is an allergy
