@@ -15,9 +15,9 @@ class MedicalConfig(BaseModel):
 
     model: str = ""  # text model for routing, rewriting, drafting and the critic; empty = the app's default
     knowledge_base: str = "medical"  # default knowledge base of new sessions
-    min_relevance: float = 0.35  # below this best-passage score the answer says the evidence is insufficient
+    min_relevance: float = 0.5  # word coverage a passage needs when the search gave no embedding cosine
+    min_similarity: float = 0.6  # embedding cosine a passage needs (measured on PubMedQA; see evidence.py)
     max_refinements: int = 2  # audit -> refine rounds before a still-unsafe draft is blocked
-    use_model_router: bool = True  # False = the keyword rules only
 
 
 class SessionChoices(Form):
