@@ -100,15 +100,32 @@ def turn(request: ChatRequest, ctx: Context, config: MedicalConfig, choices: Ses
     if not profile.is_empty():
         yield events.Table(title="Patient profile", columns=["field", "value"],
                            rows=[line.split(": ", 1) for line in profile.lines()])
+    patient = merge_patients(profile.to_patient(), request.metadata.get("patient"))
     plan = build_history(plain_history(request.history), request.metadata, engine=engine)
     llm = ModelLLM(engine, max_new_tokens=choices.max_new_tokens, cancel=ctx.cancel) if engine is not None else None
     inputs = TurnInputs(
-        question=request.text, history=plan.messages, patient=profile.to_patient(),
+        question=request.text, history=plan.messages, patient=patient,
         patient_summary=profile.summary() if not profile.is_empty() else "", kb=kb, kb_name=choices.knowledge_base,
         k=choices.k, min_relevance=config.min_relevance, min_similarity=config.min_similarity, llm=llm,
         engine=engine, max_refinements=config.max_refinements,
         audit_log=AuditLog.in_folder(ctx.data_dir), cancel=ctx.cancel)
     yield from run_turn(inputs)
+
+
+def merge_patients(from_profile: Any, given: dict[str, Any] | None) -> Any:
+    """The profile's patient with a given one (``ask --patient``) laid under it: lists joined, a
+    field the conversation stated wins over the file's."""
+    from localqwen_medical.case import Patient
+
+    if not given:
+        return from_profile
+    base = Patient.from_dict(given)
+    for name in ("allergies", "medications", "conditions"):
+        setattr(base, name, list(dict.fromkeys([*getattr(base, name), *getattr(from_profile, name)])))
+    for name in ("age", "sex", "pregnant"):
+        if getattr(from_profile, name) is not None:
+            setattr(base, name, getattr(from_profile, name))
+    return base
 
 
 def plain_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:

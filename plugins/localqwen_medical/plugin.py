@@ -4,11 +4,32 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-from localqwen.plugin_api import Context, Plugin, Requirements
-from localqwen.plugin_api.chat import ChatRequest, chat
+from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
+from localqwen.plugin_api.chat import ChatRequest, answer_stored, chat
 from localqwen_medical.settings import MedicalConfig
+
+
+class AskForm(Form):
+    question: str = field(label="Question", widget=Widget.TEXTAREA, placeholder="Ask a health question")
+    knowledge_base: str = field("", label="Knowledge base", help="Empty = the configured default ([plugins.medical])")
+    patient: Path | None = field(None, label="Patient profile (JSON)", widget=Widget.FILE,
+                                 help='{"allergies": [], "medications": [], "conditions": [], "age": null, '
+                                      '"sex": null, "pregnant": null}')
+    session: str = field("default", label="Session", help="Conversation the turn belongs to (kept in the chat store)")
+    rules_only: bool = field(False, label="Rules only", help="No model: rules route, extractive draft, rule audit")
+
+
+class EvaluateForm(Form):
+    suite: Literal["router", "grounding", "safety", "profile"] = field("router", label="Suite")
+    limit: int = field(0, label="Items", ge=0, help="0 = all (grounding: PubMedQA questions)")
+    embed: bool = field(False, label="Embed passages (MiniLM)", advanced=True,
+                        help="grounding: hybrid search with MiniLM vectors instead of BM25 (minutes on a CPU)")
+    with_model: bool = field(False, label="Use the configured model", advanced=True,
+                             help="router: ask the model (rules otherwise)")
+    data_dir: str = field("", label="Data folder", advanced=True, help="Empty = ../shared/data next to the repository")
 
 
 class Medical(Plugin):
@@ -29,3 +50,83 @@ class Medical(Plugin):
         from localqwen_medical.chat import answer
 
         yield from answer(request, ctx, self._config(ctx))
+
+    def register(self, extensions) -> None:
+        """The medical-sft / medical-dpo trainer data sources (med-profile's training_data.py)."""
+        from localqwen_medical.training_data import register
+
+        register(extensions)
+
+    @action(form=AskForm, title="Ask")
+    def ask(self, form: AskForm, ctx: Context):
+        """Answer one health question (a turn of the named chat session): routed, grounded, audited."""
+        from localqwen_medical.case import CaseError, Patient
+        from localqwen_medical.chat import answer
+
+        metadata: dict[str, Any] = {"rules_only": form.rules_only}
+        if form.knowledge_base:
+            metadata["knowledge_base"] = form.knowledge_base
+        if form.patient is not None:
+            import json
+
+            try:
+                data = json.loads(Path(form.patient).expanduser().read_text(encoding="utf-8"))
+                metadata["patient"] = Patient.from_dict(data).to_dict()
+            except FileNotFoundError:
+                yield events.Error(message=f"no such patient file: {form.patient}", field="patient")
+                return
+            except (json.JSONDecodeError, CaseError, UnicodeDecodeError) as exc:
+                yield events.Error(message=f"{form.patient}: {exc}", field="patient")
+                return
+        chats = ctx.chats
+        found = [info.id for info in chats.sessions(limit=100_000) if info.metadata.get("name") == form.session]
+        session_id = found[0] if found else chats.create_session(metadata={"name": form.session})
+        chats.append(session_id, {"role": "user", "content": form.question})
+        config = self._config(ctx)
+        yield from answer_stored(chats, session_id, lambda request: answer(request, ctx, config), metadata=metadata)
+
+    @action(form=EvaluateForm, title="Evaluate")
+    def evaluate(self, form: EvaluateForm, ctx: Context):
+        """Run an evaluation suite: router (macro-F1), grounding (PubMedQA citations), safety, profile."""
+        if form.suite == "router":
+            from localqwen_medical.chat import ModelLLM
+            from localqwen_medical.router_suite import evaluate_router, load_suite
+
+            items = load_suite(form.data_dir or None)
+            if form.limit:
+                items = _spread(items, form.limit)
+            llm = ModelLLM(ctx.engine(None, task="text"), cancel=ctx.cancel) if form.with_model else None
+            report = evaluate_router(items, llm, progress=None)
+            yield events.Table(title="Router", columns=["intent", "precision", "recall", "F1", "support"],
+                               rows=[[k, v["precision"], v["recall"], v["f1"], v["support"]]
+                                     for k, v in report["per_label"].items()])
+            yield events.Done(summary=f"router macro-F1 {report['macro_f1']}", result=report)
+        elif form.suite == "grounding":
+            from localqwen_medical.grounding_suite import build_index, evaluate_grounding, load_items
+
+            items = load_items(form.data_dir or None)
+            index = build_index(items, embed=form.embed, vectors_cache=ctx.data_dir / "pubmedqa_minilm.npy")
+            report = evaluate_grounding(items, index, limit=form.limit or None)
+            yield events.Table(title="Grounding (PubMedQA test)", columns=["measure", "value"],
+                               rows=[[k, v] for k, v in report.items()])
+            yield events.Done(summary=f"citations valid {report['citations_valid']}, precision "
+                                      f"{report['citation_precision']}", result=report)
+        elif form.suite == "profile":
+            from localqwen_medical.profile_eval import run_profile_suite
+
+            yield from run_profile_suite(data_dir=form.data_dir or None)
+        else:
+            try:
+                from localqwen_medical.safety_eval import run_safety_suite
+            except ImportError:
+                message = "the safety suite is not installed yet (safety_eval.py, med-audit)"
+                yield events.Error(message=message)
+                yield events.Done(status="failed", summary=message)
+                return
+            yield from run_safety_suite(ctx=ctx)
+
+
+def _spread(items: list, limit: int) -> list:
+    """``limit`` items taken evenly across the suite, so every label is represented."""
+    step = max(1, len(items) // limit)
+    return items[::step][:limit]
