@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 
 import pytest
-from localqwen_safari.missions import mission_for_seed
-from localqwen_safari.world import MOVES
 
 SIZE = (130, 44)
 
@@ -22,33 +19,6 @@ async def wait_for(pilot, condition, timeout: float = 30.0) -> None:
         await pilot.pause(0.05)
 
 
-def route_to_target(kind: str, seeds: range) -> tuple[int, list[str]]:
-    """A seed whose target is a short walk away, and the single steps that end next to it."""
-    for seed in seeds:
-        mission = mission_for_seed(kind, seed)
-        world = mission.world()
-        goals = {(a.row + dr, a.col + dc) for a in world.animals if a.species == mission.targets[0]
-                 for dr in (-1, 0, 1) for dc in (-1, 0, 1)}
-        previous: dict = {world.start: None}
-        queue = deque([world.start])
-        while queue:
-            cell = queue.popleft()
-            if cell in goals:
-                steps = []
-                while previous[cell] is not None:
-                    cell, direction = previous[cell]
-                    steps.append(direction)
-                if len(steps) <= mission.max_turns - 3:
-                    return seed, steps[::-1]
-                break
-            for direction, (dr, dc) in MOVES.items():
-                nxt = (cell[0] + dr, cell[1] + dc)
-                if nxt not in previous and world.blocker(nxt) is None:
-                    previous[nxt] = (cell, direction)
-                    queue.append(nxt)
-    raise AssertionError("no seed with a short walk")
-
-
 @pytest.fixture
 def tui_app(monkeypatch):
     from localqwen.app import Workbench
@@ -59,12 +29,12 @@ def tui_app(monkeypatch):
     return LocalQwenApp(Workbench.create())
 
 
-def test_watch_step_gif_reopen_and_play_by_keys(tui_app):
+def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
     from localqwen_safari.tui import CellPicture, SafariScreen
     from PIL import Image
     from textual.widgets import Input, Static
 
-    seed, steps = route_to_target("find-one", range(40))
+    seed, steps = short_walk
 
     async def scenario():
         app = tui_app

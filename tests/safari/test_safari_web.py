@@ -1,0 +1,147 @@
+"""The Safari web view: its page is built into the real Gradio app through the plugin's
+``build_tab`` hook, and its handlers (watch, step, play/tick, upload replay, GIF, play by buttons)
+are called the way Gradio calls them."""
+
+from __future__ import annotations
+
+import pytest
+from localqwen_safari.web import SafariWeb
+
+
+def test_the_page_is_part_of_the_web_app(monkeypatch):
+    from localqwen.app import Workbench
+    from localqwen.web.app import build_web_app
+
+    monkeypatch.setenv("LOCALQWEN_PLUGINS", "safari")
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    web = build_web_app(Workbench.create())
+    ids = {c.get("props", {}).get("elem_id") for c in web.blocks.get_config_file()["components"]}
+    assert {"safari-watch", "safari-view", "safari-map", "safari-play", "safari-step", "safari-speed", "safari-gif",
+            "safari-episode", "safari-human-up", "safari-human-found", "safari-human-done",
+            "safari-human-note"} <= ids
+    assert "safari-replay" in web.actions  # the generated form for the replay action sits beside it
+
+
+def test_watch_step_play_to_the_end_gif_and_replay_an_upload(tmp_path):
+    from PIL import Image
+
+    web = SafariWeb(tmp_path)
+    viewer, view, world_map, words, timer = web.watch("expert", "find-one", 7)
+    turns = len(viewer["frames"])
+    assert viewer["index"] == 0 and timer["active"] is True
+    assert view.size == (320, 320) and world_map.size == (512, 512)
+    assert "Turn 1/25" in words and "**Thought:**" in words and "move(" in words
+    viewer, *_, words, timer = web.step(viewer, 1)
+    assert viewer["index"] == 1 and not viewer["playing"] and timer["active"] is False and "paused" in words
+    viewer, *_ = web.step(viewer, -5)
+    assert viewer["index"] == 0
+    viewer, *_, timer = web.play(viewer)
+    while viewer["playing"]:  # what the timer's ticks do
+        viewer, *_, timer = web.tick(viewer)
+    assert viewer["index"] == turns - 1 and timer["active"] is False
+    assert web.speed(0.3) == {"__type__": "update", "value": 0.3}
+    gif = web.gif(viewer)
+    with Image.open(gif) as image:
+        assert image.n_frames == turns
+    saved = tmp_path / "watch-find-one-7-expert.jsonl"
+    replayed, *_ = web.open_file(str(saved), None)
+    assert [f.calls for f in replayed["frames"]] == [f.calls for f in viewer["frames"]]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(saved.read_text().replace('"turn": 2', '"turn": 9'))
+    kept, view, _, words, timer = web.open_file(str(broken), replayed)
+    assert "broken.jsonl line 3: 'turn' is 9, expected 2" in words and kept["frames"] == replayed["frames"]
+    assert view == {"__type__": "update"} and timer["active"] is False
+
+
+def test_play_a_mission_with_the_buttons(tmp_path, short_walk):
+    import gradio as gr
+
+    seed, steps = short_walk
+    web = SafariWeb(tmp_path)
+    game, *_, words = web.game_action(None, "up")
+    assert "Start a mission first" in words
+    game, view, world_map, words = web.start_game("find-one", seed)
+    assert "Turn 0/25" in words
+    game, *_, words = web.game_action(game, "notepad", "on my way")
+    assert "sent with your next turn: on my way" in words
+    for step in steps:
+        game, view, world_map, words = web.game_action(game, step)
+    assert game.episode.notepad == "on my way" and f"Turn {len(steps)}/25" in words
+    game, *_, words = web.game_action(game, "found")
+    game, *_, words = web.game_action(game, "done")
+    assert game.done and "success: saved" in words
+    assert (tmp_path / f"human-find-one-{seed}.jsonl").is_file()
+    _, *_, words = web.game_action(game, "up")
+    assert "The mission is over" in words
+    assert web.game_gif(game).endswith(".gif")
+    with pytest.raises(gr.Error):
+        web.gif(None)
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_real_browser_watches_steps_and_plays(tmp_path):
+    """``localqwen web`` as a user starts it, driven by headless Chromium: the timer really
+    advances the turns, Step pauses, and a button plays a turn."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from localqwen.web.server import choose_port
+
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not chromium or not driver_path:
+        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
+    env = dict(os.environ, LOCALQWEN_PLUGINS="safari", LANG="en_US.UTF-8")
+    port = choose_port("127.0.0.1", 17960)
+    process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1200",
+                 f"--user-data-dir={tmp_path / 'chrome-profile'}"):
+        options.add_argument(flag)
+    driver = None
+    try:
+        url = None
+        for line in process.stdout:
+            if line.startswith("LocalQwen web view: "):
+                url = line.split(": ", 1)[1].strip()
+                break
+        assert url, "the web view did not start"
+        driver = webdriver.Chrome(service=Service(driver_path), options=options)
+        driver.get(url)
+        wait = WebDriverWait(driver, 60)
+
+        def words(element_id: str) -> str:
+            return driver.find_element(By.ID, element_id).text
+
+        wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Safari')]"))).click()
+        wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Custom view')]"))).click()
+        wait.until(ec.element_to_be_clickable((By.ID, "safari-watch"))).click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-words"), "Turn 1/25"))
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-words"), "Turn 3/25"))  # the timer plays
+        driver.find_element(By.ID, "safari-pause").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-words"), "paused"))
+        time.sleep(0.5)
+        turn = int(words("safari-words").split("Turn ")[1].split("/")[0])
+        driver.find_element(By.ID, "safari-step").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-words"), f"Turn {turn + 1}/25"))
+        driver.find_element(By.XPATH, "//button[@role='tab'][contains(., 'Play by hand')]").click()
+        wait.until(ec.element_to_be_clickable((By.ID, "safari-start"))).click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-human-words"), "Turn 0/25"))
+        driver.find_element(By.ID, "safari-human-up").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-human-words"), "Turn 1/25"))
+    finally:
+        if driver is not None:
+            driver.quit()
+        process.terminate()
+        process.wait(10)
