@@ -58,8 +58,28 @@ def fit_embeddings(model: Any, tokenizer: Any) -> bool:
     return True
 
 
+def set_token_rows(model: Any, ids: MemoryTokenIds) -> None:
+    """Give the two rows a fixed start: the mean embedding plus a small seeded offset.
+
+    Qwen's spare rows may hold anything (or zeros, which could never be predicted); the rows are
+    set the same way at training and at loading, so the adapter sees the rows it was trained
+    with. (PEFT's trainable-token rows would keep them in the adapter, but they made each CPU
+    step 4-10x slower on the tiny model, measured.)"""
+    import torch
+
+    with torch.no_grad():
+        for matrix in {id(m): m for m in (model.get_input_embeddings().weight,
+                                          getattr(model.get_output_embeddings(), "weight", None))
+                       if m is not None}.values():
+            known = matrix[: min(ids.ids)].float()
+            generator = torch.Generator().manual_seed(1234)
+            offset = torch.randn((2, matrix.shape[1]), generator=generator) * known.std(dim=0, keepdim=True)
+            matrix[ids.ids] = (known.mean(dim=0, keepdim=True) + offset).to(matrix.dtype)
+
+
 def prepare_model_and_tokenizer(model: Any, tokenizer: Any) -> MemoryTokenIds:
     """Add the tokens and make room for them in the model (the one call training and loading use)."""
     ids = add_memory_tokens(tokenizer)
     fit_embeddings(model, tokenizer)
+    set_token_rows(model, ids)
     return ids
