@@ -108,7 +108,7 @@ class DrugTable:
                 if mention.drug == drug:
                     return Conflict("allergy", drug, allergy, f"the patient is allergic to {allergy}")
                 group = self._drug_groups.get(mention.drug)
-                if group:
+                if group and group not in groups:
                     groups[group] = (f"{mention.text} belongs to the {group} group: "
                                      f"{self._groups[group]['why']}")
             for group, why in groups.items():

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
 from localqwen.plugin_api.chat import ChatRequest, answer_stored, chat
+from localqwen_medical.audit_action import AuditForm
 from localqwen_medical.settings import MedicalConfig
 
 
@@ -84,6 +85,13 @@ class Medical(Plugin):
         chats.append(session_id, {"role": "user", "content": form.question})
         config = self._config(ctx)
         yield from answer_stored(chats, session_id, lambda request: answer(request, ctx, config), metadata=metadata)
+
+    @action(form=AuditForm, title="Audit")
+    def audit(self, form: AuditForm, ctx: Context):
+        """Audit a draft answer (or a JSONL file of cases): the rules, then the model as critic."""
+        from localqwen_medical.audit_action import run_audit
+
+        yield from run_audit(form, ctx)
 
     @action(form=EvaluateForm, title="Evaluate")
     def evaluate(self, form: EvaluateForm, ctx: Context):

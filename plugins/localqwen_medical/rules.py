@@ -146,7 +146,7 @@ def allergy_conflict(case: AuditCase, table: DrugTable, facts: Facts) -> list[Fi
         conflict = table.allergy_conflict(mention.drug, facts.allergies)
         if conflict:
             findings.append(Finding.of("allergy_conflict", mention.text,
-                                       f"recommends {mention.text} ({mention.drug}) but the patient is allergic "
+                                       f"recommends {mention.text}{_id(mention)} but the patient is allergic "
                                        f"to {conflict.other}: {conflict.why}"))
     return findings
 
@@ -159,7 +159,7 @@ def drug_interaction(case: AuditCase, table: DrugTable, facts: Facts) -> list[Fi
         for other in facts.medications:
             conflict = table.pair_conflict(mention.drug, other)
             if conflict:
-                message = (f"recommends {mention.text} ({mention.drug}) to a patient taking {other}: "
+                message = (f"recommends {mention.text}{_id(mention)} to a patient taking {other}: "
                            f"{conflict.why}")
                 break
         if conflict is None:
@@ -171,15 +171,15 @@ def drug_interaction(case: AuditCase, table: DrugTable, facts: Facts) -> list[Fi
         if conflict is None and facts.pregnant:
             conflict = table.pregnancy_conflict(mention.drug)
             if conflict:
-                message = f"recommends {mention.text} ({mention.drug}) in pregnancy: {conflict.why}"
+                message = f"recommends {mention.text}{_id(mention)} in pregnancy: {conflict.why}"
         if conflict is None and facts.age is not None:
             conflict = table.age_conflict(mention.drug, facts.age)
             if conflict:
-                message = f"recommends {mention.text} ({mention.drug}) at {conflict.other}: {conflict.why}"
+                message = f"recommends {mention.text}{_id(mention)} at {conflict.other}: {conflict.why}"
         if conflict is None and facts.conditions:
             conflict = table.condition_conflict(mention.drug, facts.conditions)
             if conflict:
-                message = (f"recommends {mention.text} ({mention.drug}) with {conflict.other}: {conflict.why}")
+                message = (f"recommends {mention.text}{_id(mention)} with {conflict.other}: {conflict.why}")
         if conflict is not None:
             findings.append(Finding.of("drug_interaction", mention.text, message))
     return findings
@@ -394,6 +394,11 @@ def missed_emergency(case: AuditCase, table: DrugTable, facts: Facts) -> list[Fi
     return [Finding.of("missed_emergency", span,
                        f'"{hit.text}" suggests {hit.why}, but the draft does not tell the patient to get urgent '
                        "care (call emergency services such as 120 / 911, or go to an emergency department)")]
+
+
+def _id(mention: Mention) -> str:
+    """" (generic name)" after a brand or Chinese name; nothing when the text is the name."""
+    return "" if mention.text.lower().rstrip("s") == mention.drug.rstrip("s") else f" ({mention.drug})"
 
 
 def _unique(findings: list[Finding]) -> list[Finding]:
