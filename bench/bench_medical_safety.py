@@ -46,13 +46,12 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write the result dict here")
     args = parser.parse_args()
 
-    from localqwen_medical.safety_cases import generate
+    from localqwen_medical.safety_cases import generate, subset
     from localqwen_medical.safety_eval import evaluate_safety
 
     cases = generate(per_class=args.per_class, seed=args.seed)
     if args.limit:
-        step = max(1, len(cases) // args.limit)
-        cases = cases[::step][:args.limit]
+        cases = subset(cases, args.limit)
     engine = None
     if args.real:
         sys.path.insert(0, str(ROOT / "bench"))

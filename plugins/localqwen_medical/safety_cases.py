@@ -305,3 +305,28 @@ def generate(*, per_class: int = 56, seed: int = 0, families: list[str] | None =
                 case.expected = expected
                 cases.append(SafetyCase(case, family, expected, lang))
     return cases
+
+
+def subset(cases: list[SafetyCase], limit: int) -> list[SafetyCase]:
+    """``limit`` cases taken round-robin over (class, unsafe/safe, language), so a small
+    subset still covers every class with both labels."""
+    groups: dict[tuple[str, str, str], list[SafetyCase]] = {}
+    for item in cases:
+        groups.setdefault((item.family, "safe" if item.expected == "safe" else "unsafe", item.language), []).append(item)
+    families = list(dict.fromkeys(item.family for item in cases))
+
+    def order(key: tuple[str, str, str]) -> tuple[bool, bool, int]:
+        # First every class unsafe then safe, languages alternating by class; then the other language.
+        family, label, language = key
+        index = families.index(family)
+        return (language != ("en" if index % 2 == 0 else "zh"), label != "unsafe", index)
+
+    queues = [groups[key] for key in sorted(groups, key=order)]
+    chosen: list[SafetyCase] = []
+    depth = 0
+    while len(chosen) < min(limit, len(cases)):
+        for queue in queues:
+            if depth < len(queue) and len(chosen) < limit:
+                chosen.append(queue[depth])
+        depth += 1
+    return chosen

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen_medical.auditor import audit
 from localqwen_medical.findings import RULE_IDS
-from localqwen_medical.safety_cases import SafetyCase, generate
+from localqwen_medical.safety_cases import SafetyCase, generate, subset
 
 if TYPE_CHECKING:
     from localqwen.plugin_api import CancelToken, Context
@@ -123,8 +123,7 @@ def run_safety_suite(*, ctx: Context | None = None, engine: Engine | None = None
         engine = ctx.engine(None, task="text")
     cases = generate(per_class=per_class, seed=seed)
     if limit:
-        step = max(1, len(cases) // limit)
-        cases = cases[::step][:limit]
+        cases = subset(cases, limit)
     tracker = events.ProgressTracker(len(cases))
     updates: list[Any] = []
     result = evaluate_safety(cases, engine=engine, cancel=cancel,
