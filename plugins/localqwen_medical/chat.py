@@ -236,17 +236,23 @@ async def achat(respond: Callable[[], Iterator[Any]], *, queue_size: int = 64) -
     queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=queue_size)
     finished = object()
 
-    def put(item: Any) -> None:
-        asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
+    def put(item: Any) -> bool:
+        """Hand one item over; False when the awaiting side and its loop are gone."""
+        try:
+            asyncio.run_coroutine_threadsafe(queue.put(item), loop).result()
+        except RuntimeError:  # the event loop closed: nobody is listening any more
+            return False
+        return True
 
     def work() -> None:
         try:
             for event in respond():
-                put(event)
+                if not put(event):
+                    return
         except BaseException as exc:  # handed to the awaiting side, which re-raises it
             put(exc)
-        finally:
-            put(finished)
+            return
+        put(finished)
 
     thread = threading.Thread(target=work, name="medical-achat", daemon=True)
     thread.start()
