@@ -74,10 +74,14 @@ class Medical(Plugin):
                 data = json.loads(Path(form.patient).expanduser().read_text(encoding="utf-8"))
                 metadata["patient"] = Patient.from_dict(data).to_dict()
             except FileNotFoundError:
-                yield events.Error(message=f"no such patient file: {form.patient}", field="patient")
-                return
+                problem = f"no such patient file: {form.patient}"
             except (json.JSONDecodeError, CaseError, UnicodeDecodeError) as exc:
-                yield events.Error(message=f"{form.patient}: {exc}", field="patient")
+                problem = f"{form.patient}: {exc}"
+            else:
+                problem = ""
+            if problem:
+                yield events.Error(message=problem, field="patient")
+                yield events.Done(status="failed", summary=problem)
                 return
         chats = ctx.chats
         found = [info.id for info in chats.sessions(limit=100_000) if info.metadata.get("name") == form.session]
