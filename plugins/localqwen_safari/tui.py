@@ -114,6 +114,7 @@ class SafariScreen(Screen[None]):
         self.source = ""  # what the frames show, for the GIF's name
         self.note = ""  # where the frames came from, shown under the turn's status
         self.game: HumanPlay | None = None
+        self.gif_path: Path | None = None  # the last GIF written
         self._timer: Any = None
 
     # -- layout ------------------------------------------------------------------------------------
@@ -267,14 +268,22 @@ class SafariScreen(Screen[None]):
 
     @on(Button.Pressed, "#gif")
     def _gif_pressed(self) -> None:
-        from localqwen_safari.gif import write_gif
-
         if not self.frames:
             self._say("Nothing to export yet: watch, open or finish a game first.", error=True)
             return
-        path = write_gif(self.frames, self.outputs_dir / f"{self.source}.gif")
-        self.notify(f"GIF written: {path}")
-        self._say(f"GIF with {len(self.frames)} frames written to {path}")
+        self._export_gif(list(self.frames), self.outputs_dir / f"{self.source}.gif")
+
+    @work(thread=True, exclusive=True, group="safari-gif")
+    def _export_gif(self, frames: list[Frame], path: Path) -> None:
+        """About 65 ms a frame: off the UI thread so playback and keys stay live."""
+        from localqwen_safari.gif import write_gif
+
+        written = write_gif(frames, path)
+        self.app.call_from_thread(self._gif_written, written, len(frames))
+
+    def _gif_written(self, path: Path, frames: int) -> None:
+        self.gif_path = path
+        self.notify(f"GIF with {frames} frames written: {path}")
 
     # -- playing by hand ---------------------------------------------------------------------------
     @on(Button.Pressed, "#play-human")

@@ -67,8 +67,9 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             await pilot.press("space")
             # export the GIF
             await pilot.click("#gif")
-            gif = screen.outputs_dir / f"{screen.source}.gif"
-            assert gif.is_file()
+            await wait_for(pilot, lambda: screen.gif_path is not None)
+            gif = screen.gif_path
+            assert gif == screen.outputs_dir / f"{screen.source}.gif"
             with Image.open(gif) as image:
                 assert image.n_frames == len(screen.frames)
             # reopen the episode the watch saved
