@@ -281,8 +281,12 @@ def update_from_turn(profile: Profile, text: str, turn: int, engine: Any = None)
     rules = extract_patterns(text)
     facts, source = rules, "pattern"
     if engine is not None:
+        from localqwen.plugin_api import Cancelled
+
         try:
             from_model = extract_with_model(text, engine, profile)
+        except Cancelled:
+            raise  # the user stopped the turn: stop, do not carry on with the rules
         except Exception:  # a model that cannot answer must not lose the turn's facts
             from_model = None
         if from_model is not None and not from_model.empty():

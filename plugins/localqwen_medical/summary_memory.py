@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from localqwen.plugin_api import Cancelled
 from localqwen_medical.profile import Profile
 
 SUMMARY_KEY = "summary"
@@ -140,6 +141,8 @@ def build_history(history: list[dict[str, Any]], metadata: dict[str, Any], *, en
             if engine is None:
                 raise LookupError("no engine")
             summary, source = model_summary(dropped, engine, profile, summary_budget, summary), "model"
+        except Cancelled:
+            raise
         except Exception:  # no model, or it failed: keep the facts extractively
             summary, source = extractive_summary(dropped, summary_budget, summary), "extractive"
         covered = start
