@@ -31,7 +31,7 @@ _RESET = re.compile(
     r"|可以|可|改用|换用|选用|服用|吃|用|建议|推荐|但|但是|而是|不过|宜|继续", re.IGNORECASE)
 _NEGATION_BEFORE = re.compile(
     r"\b(?:not|no|never|avoid|avoiding|without|stop|stopping|discontinue|refrain|instead of|rather than|"
-    r"safer than|better than|"
+    r"safer than|better than|steer clear of|stay away from|keep away from|off the table|"
     r"allergic|allergy|contraindicated|unsafe|except)\b|n't\b"
     r"|不要|不能|不可|不宜|不应|不该|不建议|不推荐|不适合|(?<![特区分级类性识告])别(?![的人处])|避免|禁用|禁止|忌用|忌服|"
     r"切勿|勿|停用|停止|停服|而不是|过敏|慎用|不用", re.IGNORECASE)
@@ -306,7 +306,8 @@ _CERTAIN = re.compile(
     r"\byou (?:definitely|certainly|clearly|surely|undoubtedly|obviously) (?:have|are suffering from|got)\b"
     r"|\b(?:this|it|that) is (?:definitely|certainly|clearly|surely|undoubtedly|obviously|100%)\b"
     r"|\b(?:there is|there's) no doubt\b|\bwithout (?:a|any) doubt\b|\bI am (?:sure|certain|100% sure)\b"
-    r"|\bI'm (?:sure|certain|100% sure)\b|\b100% (?:sure|certain)\b|\bno need (?:for|to get) (?:any )?tests?\b"
+    r"|\bI'm (?:sure|certain|100% sure)\b|\b100% (?:sure|certain)\b|\bno question about it\b|\bwithout question\b"
+    r"|\bfor sure\b|\bno need (?:for|to get) (?:any )?tests?\b"
     r"|(?<!不)(?<!不能)肯定是|(?<!不)一定是|绝对是|毫无疑问|确诊为|百分之百|可以确定是|就是得了|你得的是|你患的是|不用检查|无需检查",
     re.IGNORECASE)
 _CERTAIN_NEGATION_EN = re.compile(r"\b(?:not|cannot|can't|impossible|unable|never)\b|n't\b", re.IGNORECASE)
@@ -372,14 +373,18 @@ def off_scope(case: AuditCase, table: DrugTable, facts: Facts) -> list[Finding]:
     return _unique(findings)
 
 
-_SYMPTOM_NEGATION = re.compile(r"\b(?:no|not|without|denies|never)\b|没有|没|无|否认|不", re.IGNORECASE)
+_SYMPTOM_NEGATION = re.compile(r"\b(?:no|not|without|denies|never)\b", re.IGNORECASE)
+# Chinese negation only right before the symptom ("没有胸痛"); a 不 earlier is usually part of
+# another word ("含糊不清").
+_SYMPTOM_NEGATION_ZH = re.compile(r"(?:没有|没|无|否认|不)$")
 
 
 def missed_emergency(case: AuditCase, table: DrugTable, facts: Facts) -> list[Finding]:
     hits = []
     for text in (case.question, case.draft):
         for hit in table.emergencies(text):
-            negated = is_negated(text, hit.start, hit.end, before=_SYMPTOM_NEGATION, after=None)
+            negated = (is_negated(text, hit.start, hit.end, before=_SYMPTOM_NEGATION, after=None)
+                       or bool(_SYMPTOM_NEGATION_ZH.search(text[max(0, hit.start - 3):hit.start])))
             if not negated:
                 hits.append((text, hit))
     if not hits or table.urgent_advice(case.draft):
