@@ -170,6 +170,7 @@ _EN_DOSE = re.compile(r"\s*\d+(?:\.\d+)?\s*(?:mg|mcg|µg|g|ml|units?|iu|tablets?
 def _en_values(span: str) -> list[str]:
     values = []
     for item in _items(span.lower()):
+        item = re.sub(r"^\s*\d+(?:\.\d+)?\s*(?:mg|mcg|µg|g|ml|units?|iu)\s+(?:of\s+)?", "", item)  # "81 mg aspirin"
         item = _EN_DOSE.sub("", _EN_CUT.sub("", " " + item)).strip()
         if re.match(r"(?:it|i|which|they|that|this|he|she)\b", item):  # ", it gives me hives": a new clause
             continue
@@ -201,12 +202,16 @@ _EN_NOT_ALLERGIC = re.compile(r"\b(?:i'?m|i am|i was|i'm actually|i am actually)
 _EN_ALLERGIC = re.compile(r"\b(?:allergic|allergy|allergies|hypersensitive|hypersensitivity) (?:to|:)\s*([^.;!?\n]+)|"
                           r"\ballergies\s*(?:are|include|:)\s*([^.;!?\n]+)|"
                           r"\bi have (?:an? |bad |severe |mild )?([a-z][a-z -]{1,30}?) allerg(?:y|ies)\b")
+# "Penicillin gives me hives", "I get a rash from sulfa": an allergy told as a reaction.
+_EN_REACTION = re.compile(r"\b([a-z][a-z -]{2,30}?) (?:makes|gives|gave|made) me (?:break out|a rash|hives|swell|itch)|"
+                          r"\bi (?:get|got|break out in|broke out in) (?:a rash|hives|swelling|itchy)\w* "
+                          r"(?:from|with|after|when i take) ([^.;!?\n]+)")
 _EN_STOPPED = re.compile(r"\b(?:i\s+)?(?:stopped taking|stopped|quit taking|quit|discontinued|came off|no longer take|don't take|do not take|"
                          r"no longer taking|am no longer (?:taking|on)|'m no longer (?:taking|on)|"
                          r"am not (?:taking|on)|'m not (?:taking|on)|not taking)\s+([^.;!?\n]+)")
 _EN_TAKING = re.compile(r"\b(?:i(?:'m| am)\s+(?:currently |also |still |now )?(?:taking|on)|"
                         r"i\s+(?:currently |also |still |now |regularly )?(?:take|use)|"
-                        r"i(?:'ve| have) been (?:taking|on)|currently on|my (?:medications?|meds|pills?) (?:is|are|include)|"
+                        r"i(?:'ve| have) been (?:taking|on)|(?:currently|still|now) (?:on|taking)|my (?:medications?|meds|pills?) (?:is|are|include)|"
                         r"(?:medications?|meds)\s*:|(?:prescribed|started(?: taking)?|switched to)|i\s+(?:now\s+)?take)"
                         r"\s+([^.;!?\n]+)")
 # "Can I take ibuprofen?" asks about a drug; it does not say the patient takes it.
@@ -217,9 +222,10 @@ _EN_AGE = [
                r"(?=\s*(?:$|[,.;!?)]|and\b|but\b|now\b|this\b))"),
     re.compile(r"\b(?:i'?m|i am)\s+(?:an?\s+)?(\d{1,3})[- ](?:year|yr)s?[- ]old\b"),
     re.compile(r"\b(?:my age is|age:?|aged)\s+(\d{1,3})\b"),
+    re.compile(r"\b(?:i'?m|i am)\s+(?:an?\s+)?(\d{1,3})\s*(?:yo|y/o|y\.o\.)(?=\W|$)"),
     re.compile(r"\b(?:i'?m|i am)\s+(\d{1,3})\s+(?:years?|yrs?)\b"),
 ]
-_EN_SEX = re.compile(r"\b(?:i'?m|i am|as)\s+(?:an?\s+)?(?:\d{1,3}[- ](?:year|yr)s?[- ]old\s+)?"
+_EN_SEX = re.compile(r"\b(?:i'?m|i am|as)\s+(?:an?\s+)?(?:\d{1,3}[- ](?:year|yr)s?[- ]old\s+|\d{1,3}\s*(?:yo|y/o)\s+)?"
                      r"(male|female|man|woman|guy|girl|boy|lady|gentleman|mother|father|mom|dad)\b|"
                      r"\b(?:sex|gender)\s*(?:is|:)\s*(male|female|m|f)\b")
 _EN_SEX_WORDS = {"male": "male", "man": "male", "guy": "male", "boy": "male", "gentleman": "male", "father": "male",
@@ -270,6 +276,9 @@ def _english(sentence: str, facts: TurnFacts) -> None:
                 facts.not_allergies.append(item[4:])
             elif item not in _EN_NOT_ALLERGENS:
                 facts.allergies.append(item)
+    for m in _EN_REACTION.finditer(low):
+        facts.allergies += [v for v in _en_values(m.group(1) or m.group(2))
+                            if (_en_drug(v) or canonical(v) in ALIASES.values()) and v not in facts.allergies]
     stopped_spans = []
     for m in _EN_STOPPED.finditer(low):
         facts.stopped_medications += [v for v in _en_values(m.group(1)) if _en_drug(v)]
@@ -369,7 +378,7 @@ def _zh_allergens(span: str) -> list[str]:
 
 
 def _zh_drugs(span: str) -> list[str]:
-    span = re.split(r"每天|每日|一天|一日|一次|早晚|早上|晚上|饭前|饭后|\d|[（(]|左右|治疗|控制|降", span)[0]
+    span = re.split(r"每天|每日|一天|一日|一次|早晚|早上|晚上|饭前|饭后|\d|[（(]|左右|治疗|控制", span)[0]
     found = _lexicon_hits(span, DRUGS)
     for item in _items(span):
         if item not in found and 2 <= len(item) <= 10 and _ZH_DRUG_END.search(item) and not _lexicon_hits(item, DRUGS):

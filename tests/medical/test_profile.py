@@ -30,6 +30,9 @@ def _profile(*turns: str) -> Profile:
     ("我正在服用二甲双胍和阿司匹林，每天一次。", "medications", ["二甲双胍", "阿司匹林"]),
     ("I'm 67 and I have type 2 diabetes.", "conditions", ["type 2 diabetes"]),
     ("女，32岁，有高血压病史", "conditions", ["高血压"]),
+    ("Penicillin makes me break out in hives.", "allergies", ["penicillin"]),  # an allergy told as a reaction
+    ("Currently taking 81 mg aspirin daily.", "medications", ["aspirin"]),
+    ("平时吃降压药氨氯地平。", "medications", ["氨氯地平"]),
 ])
 def test_rules_find_list_facts(text, field, expected):
     assert getattr(extract_patterns(text), field) == expected
@@ -41,6 +44,7 @@ def test_rules_find_list_facts(text, field, expected):
     ("I'm 34 weeks pregnant.", None, "female", True, 34),  # "I'm 34" here is not an age
     ("怀孕20周了，能吃布洛芬吗？", None, "female", True, 20),
     ("I'm a 45-year-old man.", 45, "male", None, None),
+    ("I am a 29 yo female.", 29, "female", None, None),
     ("怀孕情况：\n未怀孕", None, None, False, None),
     ("I'm not pregnant.", None, None, False, None),
 ])
