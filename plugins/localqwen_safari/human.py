@@ -28,7 +28,7 @@ class HumanState:
 
     mission: str
     view: bytes  # PNG, the player's view now
-    map: bytes  # PNG, the whole map with the path so far
+    map: bytes  # PNG, the map with the path so far; cells never seen (and their animals) hidden
     context: str  # what an agent would read now
     turn: int  # turns played
     max_turns: int
@@ -112,7 +112,8 @@ class HumanPlay:
     def state(self) -> HumanState:
         episode = self.episode
         results = self.frames[-1].call_lines() if self.frames else []
-        return HumanState(episode.mission.describe(), render_view(episode), render_map(episode),
+        # the player's map hides what it has not seen (a spectator's map, in the frames, shows all)
+        return HumanState(episode.mission.describe(), render_view(episode), render_map(episode, fog=True),
                           episode.context_text(), episode.turn, episode.mission.max_turns, episode.position,
                           episode.notepad, self.pending_notepad, list(episode.found), results, episode.done,
                           episode.outcome)

@@ -38,8 +38,9 @@ def render_view(episode: Episode, *, blank: bool = False) -> bytes:
     return _png(pixels, VIEW * CELL_PX, VIEW * CELL_PX)
 
 
-def render_map(episode: Episode) -> bytes:
-    """The whole map (8 px per cell) with the path so far; cells never seen are darkened."""
+def render_map(episode: Episode, *, fog: bool = False) -> bytes:
+    """The whole map (8 px per cell) with the path so far; cells never seen are darkened, or with
+    ``fog`` (a person playing) hidden altogether, animals on them included."""
     world = episode.world
     rows, cols = world.size
     cells = []
@@ -47,10 +48,10 @@ def render_map(episode: Episode) -> bytes:
         for c in range(cols):
             colour = _cell_colour(world, (r, c))
             if (r, c) not in episode.seen:
-                colour = tuple(v // 2 for v in colour)
+                colour = COLOURS["unseen"] if fog else tuple(v // 2 for v in colour)
             cells.append(colour)
     pixels = _blow_up(cells, rows, cols, MAP_CELL_PX)
-    _mark(pixels, rows, cols, MAP_CELL_PX, (0, 0), world)
+    _mark(pixels, rows, cols, MAP_CELL_PX, (0, 0), world, only=episode.seen if fog else None)
     for r, c in episode.path:
         _fill(pixels, cols * MAP_CELL_PX, r, c, MAP_CELL_PX, 3, COLOURS["path"])
     _fill(pixels, cols * MAP_CELL_PX, episode.position[0], episode.position[1], MAP_CELL_PX, 1, COLOURS["agent"])
@@ -86,10 +87,14 @@ def _fill(pixels: bytearray, width_px: int, row: int, col: int, px: int, inset: 
         pixels[start:start + len(span)] = span
 
 
-def _mark(pixels: bytearray, rows: int, cols: int, px: int, origin: Cell, world: World) -> None:
-    """Animals as coloured squares with a dark border (so a white zebra stands out on land)."""
+def _mark(pixels: bytearray, rows: int, cols: int, px: int, origin: Cell, world: World,
+          only: set[Cell] | None = None) -> None:
+    """Animals as coloured squares with a dark border (so a white zebra stands out on land);
+    with ``only``, just the animals on those cells."""
     top, left = origin
     for animal in world.animals:
+        if only is not None and animal.cell not in only:
+            continue
         r, c = animal.row - top, animal.col - left
         if 0 <= r < rows and 0 <= c < cols:
             _fill(pixels, cols * px, r, c, px, 1, (30, 30, 30))

@@ -66,7 +66,17 @@ def test_out_of_turns_unknown_actions_and_early_saves():
     assert state.done and state.outcome == "out of turns"
 
 
-def test_a_seeded_mission_starts_where_its_world_says():
+def test_a_seeded_mission_starts_where_its_world_says_and_its_map_hides_what_was_not_seen():
+    import io
+
+    from localqwen_safari.render import COLOURS, MAP_CELL_PX
+    from PIL import Image
+
     game = HumanPlay.for_seed("find-one", 7)
-    assert game.state().position == game.episode.world.start
-    assert game.state().mission.startswith("Find the ")
+    state = game.state()
+    assert state.position == game.episode.world.start and state.mission.startswith("Find the ")
+    image = Image.open(io.BytesIO(state.map)).convert("RGB")
+    centre = MAP_CELL_PX // 2
+    shown = {animal.species: image.getpixel((animal.col * MAP_CELL_PX + centre, animal.row * MAP_CELL_PX + centre))
+             for animal in game.episode.world.animals if animal.cell not in game.episode.seen}
+    assert shown and set(shown.values()) == {COLOURS["unseen"]}  # no animal it has not seen gives itself away
