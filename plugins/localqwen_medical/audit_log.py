@@ -45,8 +45,8 @@ class AuditLog:
             "case": case_digest(case),
             "source": source,
             "round": round,
-            "question": case.question[:500],
-            "draft": case.draft[:2000],
+            "question": case.question,
+            "draft": case.draft,  # whole: the medical-sft / medical-dpo sources train on it
             "verdict": report.verdict,
             "layers": list(report.layers),
             "critic_error": report.critic_error,
