@@ -95,7 +95,8 @@ def test_health_says_what_the_server_can_do(start_api, tiny_config):
     with urllib.request.urlopen(f"http://127.0.0.1:{api.port}/health", timeout=30) as response:
         health = json.loads(response.read())
     assert health["status"] == "ok" and health["auth"] is False
-    assert health["capabilities"]["embeddings"] is True and health["capabilities"]["mcp"] is False
+    assert health["capabilities"]["embeddings"] is True and health["capabilities"]["rerank"] is True
+    assert health["capabilities"]["mcp"] == "/mcp (Streamable HTTP)"
     assert "localqwen/chat" in health["models"]
 
 
