@@ -117,4 +117,4 @@ def recaller(engine: Any) -> TokenRecaller | None:
     state = getattr(engine, SLOT_ATTRIBUTE, None)
     if state is None or state.active is None:
         return None
-    return TokenRecaller(engine.model, engine.tokenizer, state.active.head)
+    return TokenRecaller(engine.model, engine.tokenizer, state.active.head, lock=_lock(engine))

@@ -11,6 +11,7 @@ names the path taken so the UI can show it.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -43,7 +44,9 @@ class RecallOutcome:
 class TokenRecaller:
     """Token recall over a loaded model (base + memory adapter), its tokenizer and head."""
 
-    def __init__(self, model: Any, tokenizer: Any, head: LoadedHead) -> None:
+    def __init__(self, model: Any, tokenizer: Any, head: LoadedHead, *, lock: Any = None) -> None:
+        # ``lock``: the engine's generation lock, so a hot-swap never lands in the middle of a recall.
+        self.lock = lock if lock is not None else contextlib.nullcontext()
         self.model = model
         self.tokenizer = tokenizer
         self.head = head
@@ -118,9 +121,12 @@ class TokenRecaller:
         ``allowed``: the memory ids still valid (forgotten ones are excluded at once, before the
         next consolidation removes them from the weights)."""
         prompt = self.prompt_ids(messages)
-        probe = self.probe([prompt], allowed=allowed)[0]
+        with self.lock:
+            probe = self.probe([prompt], allowed=allowed)[0]
+            text = ""
+            if probe.asked and probe.choice.memory_id is not None:
+                text = self.decode([prompt], [probe.choice.memory_id], max_new_tokens=max_new_tokens)[0]
         if probe.asked and probe.choice.memory_id is not None:
-            text = self.decode([prompt], [probe.choice.memory_id], max_new_tokens=max_new_tokens)[0]
             return RecallOutcome("token", "the model asked to recall and the head was confident",
                                  probe.choice.memory_id, text, probe.choice.confidence)
         if not probe.asked:
