@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -19,13 +19,16 @@ def on_main_process(build: Callable[[], T]) -> T:
     """``build()`` once for the whole job; in a single process it simply runs."""
     if "LOCAL_RANK" not in os.environ:  # not under accelerate launch / torchrun
         return build()
+    import torch
     from accelerate import PartialState
     from accelerate.utils import broadcast_object_list
 
-    state = PartialState()  # joins the job's process group (the Trainer later reuses this state)
+    # Joins the job's process group as the Trainer will (``use_cpu`` without CUDA, so gloo on CPUs;
+    # a plain PartialState() would see no GPU and stay a lone process); the Trainer reuses this state.
+    state = PartialState(cpu=not torch.cuda.is_available())
     if state.num_processes == 1:
         return build()
-    outcome: list[object] = [None]
+    outcome: list[Any] = [None]  # rank 0 fills it with ("ok", result) or ("failed", message)
     failure: BaseException | None = None
     if state.is_main_process:
         try:
@@ -34,7 +37,7 @@ def on_main_process(build: Callable[[], T]) -> T:
             failure = exc
             outcome = [("failed", f"{type(exc).__name__}: {exc}")]
     broadcast_object_list(outcome, from_process=0)
-    kind, value = outcome[0]  # type: ignore[misc]
+    kind, value = outcome[0]
     if failure is not None:
         raise failure
     if kind == "failed":

@@ -120,3 +120,28 @@ def test_two_cpu_processes_train_like_one(tmp_path, tiny_qwen3_path, extender_in
     # the data source was built once, by rank 0, into the job's folder
     assert (tmp_path / "ddp" / "data" / "train.jsonl").read_text().count("\n") == 48
     print("single", one, "\nddp", two)
+
+
+RANKS_SCRIPT = """
+import os
+from localqwen.training.distributed import on_main_process
+print(os.environ["RANK"], "got", on_main_process(lambda: "built by " + os.environ["RANK"]), flush=True)
+try:
+    on_main_process(lambda: 1 / 0)
+except Exception as exc:
+    print(os.environ["RANK"], "failed", type(exc).__name__, exc, flush=True)
+"""
+
+
+def test_only_rank_0_builds_and_a_failure_reaches_every_rank(tmp_path):
+    script = tmp_path / "ranks.py"
+    script.write_text(RANKS_SCRIPT, encoding="utf-8")
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+               "--main_process_port", str(free_port()), str(script)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = sorted(line for line in done.stdout.splitlines() if line[:1] in "01")
+    assert lines == ["0 failed ZeroDivisionError division by zero", "0 got built by 0",
+                     "1 failed RuntimeError the main process could not build the job's data: "
+                     "ZeroDivisionError: division by zero", "1 got built by 0"]
