@@ -131,3 +131,17 @@ def _swap_into_loaded(ctx: Context, base: Path, output: Path) -> Iterator[Any]:
                 return False
             return True
     return False
+
+
+def start_if_due(workbench: Any, persona: str = "default") -> Any:
+    """Start the consolidate job when ``consolidate_every`` says it is due (or overdue: the app
+    was closed when it fell due); returns the job or None. Meant for the app's start and for a
+    timer while it runs; the app is not a service, so nothing runs while it is closed."""
+    from localqwen_memory.consolidation.schedule import is_due
+
+    ctx = workbench.context("memory")
+    every = str(ctx.settings.get("consolidate_every") or "")
+    if not is_due(every, state_path(ctx, persona)):
+        return None
+    return workbench.start_action("memory", "consolidate", {"persona": persona},
+                                  title=f"Consolidate memories ({persona}, every {every})")
