@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from localqwen_memory.consolidation.memory_head import MemoryBank, build_head, choose
 from localqwen_memory.consolidation.paraphrase import MIN_WORDINGS, augment, split_fact
 from localqwen_memory.consolidation.schedule import is_due, parse_every
@@ -90,3 +89,26 @@ def test_schedule(tmp_path):
     assert not is_due("1h", state, now=1000 + 3599)
     assert is_due("1h", state, now=1000 + 10 * 86400)  # long overdue (app was closed): due once now
     assert not is_due("", state)
+
+
+def test_start_if_due_starts_the_job_only_when_due(tmp_path):
+    import json
+    import time
+
+    from localqwen_memory.consolidation.job import start_if_due, state_path
+
+    from localqwen.app import Workbench
+
+    bench = Workbench.create()
+    bench.paths.config_dir.mkdir(parents=True, exist_ok=True)
+    assert start_if_due(bench) is None  # no schedule: on demand only
+    bench.paths.config_file.write_text('[plugins.memory]\nconsolidate_every = "1h"\n', encoding="utf-8")
+    bench = Workbench.create()
+    state = state_path(bench.context("memory"), "default")
+    state.parent.mkdir(parents=True, exist_ok=True)
+    state.write_text(json.dumps({"finished_at": time.time()}))
+    assert start_if_due(bench) is None  # ran a moment ago
+    state.write_text(json.dumps({"finished_at": time.time() - 3 * 86400}))  # overdue while the app was closed
+    job = start_if_due(bench)
+    assert job is not None and job.wait(timeout=60)
+    assert job.events[-1].result == {"consolidated": 0}  # nothing pending in this empty store
