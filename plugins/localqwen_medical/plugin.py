@@ -29,7 +29,7 @@ class EvaluateForm(Form):
     embed: bool = field(False, label="Embed passages (MiniLM)", advanced=True,
                         help="grounding: hybrid search with MiniLM vectors instead of BM25 (minutes on a CPU)")
     with_model: bool = field(False, label="Use the configured model", advanced=True,
-                             help="router: ask the model (rules otherwise)")
+                             help="router, safety, profile: ask the configured model too (rules otherwise)")
     data_dir: str = field("", label="Data folder", advanced=True, help="Empty = ../shared/data next to the repository")
 
 
@@ -126,16 +126,12 @@ class Medical(Plugin):
         elif form.suite == "profile":
             from localqwen_medical.profile_eval import run_profile_suite
 
-            yield from run_profile_suite(data_dir=form.data_dir or None)
+            engine = ctx.engine(None, task="text") if form.with_model else None
+            yield from run_profile_suite(data_dir=form.data_dir or None, engine=engine)
         else:
-            try:
-                from localqwen_medical.safety_eval import run_safety_suite
-            except ImportError:
-                message = "the safety suite is not installed yet (safety_eval.py, med-audit)"
-                yield events.Error(message=message)
-                yield events.Done(status="failed", summary=message)
-                return
-            yield from run_safety_suite(ctx=ctx)
+            from localqwen_medical.safety_eval import run_safety_suite
+
+            yield from run_safety_suite(ctx=ctx, with_model=form.with_model, limit=form.limit)
 
 
 def _spread(items: list, limit: int) -> list:
