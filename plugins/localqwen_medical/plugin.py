@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
-from localqwen.plugin_api.chat import ChatRequest, answer_stored, chat
+from localqwen.plugin_api.chat import ChatRequest, answer_stored, chat, chat_panel
 from localqwen_medical.audit_action import AuditForm
 from localqwen_medical.settings import MedicalConfig
 
@@ -51,6 +51,30 @@ class Medical(Plugin):
         from localqwen_medical.chat import answer
 
         yield from answer(request, ctx, self._config(ctx))
+
+    @chat_panel
+    def panel(self, metadata: dict[str, Any], ctx: Context) -> list[events.Table]:
+        """Beside the chat: the patient profile the auditor checks against (each fact with the turn
+        it came from; edit it with /profile), the session's choices and the summary memory."""
+        from localqwen_medical.profile import Profile
+        from localqwen_medical.settings import session_choices
+
+        profile = Profile.from_metadata(metadata)
+        tables = [events.Table(title="Patient profile (/profile to edit)", columns=["field", "value"],
+                               rows=[line.split(": ", 1) for line in profile.lines()])]
+        try:
+            choices = session_choices(metadata)
+            knowledge = choices.knowledge_base if choices.use_kb else "off"
+            tables.append(events.Table(title="This session (/set NAME VALUE)", columns=["setting", "value"],
+                                       rows=[["knowledge base", knowledge], ["passages", choices.k],
+                                             ["rules only", choices.rules_only]]))
+        except ValueError as exc:  # a bad stored value: say it where the user looks
+            tables.append(events.Table(title="This session", columns=["problem"], rows=[[str(exc)]]))
+        summary = metadata.get("summary") or {}
+        if summary.get("text"):
+            tables.append(events.Table(title="Summary of earlier turns", columns=["summary"],
+                                       rows=[[summary["text"]]]))
+        return tables
 
     def register(self, extensions) -> None:
         """The medical-sft / medical-dpo trainer data sources (med-profile's training_data.py)."""

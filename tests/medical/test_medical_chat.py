@@ -59,6 +59,12 @@ def test_rules_only_turns_commands_and_profile(bench):
     said = list(talk.send("medical", session, "What prevents dehydration when I have diarrhea?"))
     assert said[-1].result["verdict"] == "pass" and "[Evidence 1]" in said[-1].result["answer"]
 
+    # The side panel every chat view shows: the profile the auditor used, with its source turn.
+    panel = {table.title: table for table in talk.panel("medical", session)}
+    profile_rows = dict(map(tuple, panel["Patient profile (/profile to edit)"].rows))
+    assert "penicillin" in profile_rows["allergies"]
+    assert ["knowledge base", "medical"] in panel["This session (/set NAME VALUE)"].rows
+
     log = list(talk.send("medical", session, "/audit-log 5"))
     assert log[-1].result["records"] >= 2
     bad = list(talk.send("medical", session, "/set k 99"))
