@@ -28,6 +28,26 @@ def merge_findings(first: list[Finding], second: list[Finding]) -> list[Finding]
     return merged
 
 
+def drop_negated_drug_findings(case: AuditCase, findings: list[Finding]) -> list[Finding]:
+    """Critic findings of the drug rules whose span names only drugs the draft negates
+    ("Do not take Bactrim since you are allergic to sulfa drugs"): the rule layer reads negation
+    and the table; the real 1.5B critic flagged such warnings as the danger they warn about."""
+    from localqwen_medical.drug_table import drug_table
+    from localqwen_medical.rules import is_negated
+
+    table = drug_table()
+    kept = []
+    for finding in findings:
+        if finding.rule in ("allergy_conflict", "drug_interaction") and finding.span:
+            offset = case.draft.find(finding.span)
+            mentions = [m for m in table.find_drugs(case.draft)
+                        if offset >= 0 and offset <= m.start < offset + len(finding.span)]
+            if mentions and all(is_negated(case.draft, m.start, m.end) for m in mentions):
+                continue
+        kept.append(finding)
+    return kept
+
+
 def _overlap(a: str, b: str) -> bool:
     if not a or not b:
         return a == b
@@ -49,7 +69,7 @@ def audit(case: AuditCase, *, engine: Engine | None = None, rules_only: bool = F
         result = critique(case, engine, already=findings, cancel=cancel)
         layers.append("critic")
         critic_error = result.error
-        findings = merge_findings(findings, result.findings)
+        findings = merge_findings(findings, drop_negated_drug_findings(case, result.findings))
     report = AuditReport.from_findings(findings, layers=layers, critic_error=critic_error,
                                        elapsed_s=time.perf_counter() - started)
     if log is not None:

@@ -120,14 +120,22 @@ def _complete_objects(text: str) -> list[dict[str, Any]]:
         elif char == "}" and depth > 0:
             depth -= 1
             if start >= 0:
-                try:
-                    value = json.loads(text[start:index + 1])
-                except json.JSONDecodeError:
-                    value = None
+                value = _loads_repaired(text[start:index + 1])
                 if isinstance(value, dict) and "rule" in value:
                     objects.append(value)
                 start = -1
     return objects
+
+
+def _loads_repaired(chunk: str) -> Any:
+    """One object, or with the slip the real 1.5B model makes (a stray ``]`` before the
+    closing brace: ``"message": "..."]}``) removed; None when neither decodes."""
+    for attempt in (chunk, re.sub(r'"\s*\]\s*}$', '"}', chunk)):
+        try:
+            return json.loads(attempt)
+        except json.JSONDecodeError:
+            continue
+    return None
 
 
 def _items(value: Any) -> list[Any]:

@@ -96,3 +96,15 @@ def test_garbage_critic_is_an_error_not_a_pass(tiny_qwen3_path):
     with TransformersEngine(tiny_qwen3_path) as engine:  # random weights: no JSON comes back
         report = audit(unsafe, engine=engine)
     assert report.critic_error and report.verdict == "block"
+
+
+def test_critic_drug_findings_on_negated_warnings_are_dropped():
+    from localqwen_medical.auditor import drop_negated_drug_findings
+
+    case = AuditCase("Pain?", "Do not take Bactrim since you are allergic to sulfa drugs. Take Bactrim later.",
+                     patient=Patient(allergies=["sulfa drugs"]))
+    warning = Finding.of("allergy_conflict", "Do not take Bactrim since you are allergic to sulfa drugs",
+                         "critic", layer="critic")
+    real = Finding.of("allergy_conflict", "Take Bactrim later", "critic", layer="critic")
+    other = Finding.of("overconfident_diagnosis", "Do not take Bactrim", "critic", layer="critic")
+    assert drop_negated_drug_findings(case, [warning, real, other]) == [real, other]

@@ -69,3 +69,11 @@ def test_prompt_names_every_rule_and_the_patient():
     assert all(rule in system["content"] for rule in RULE_IDS)
     assert "penicillin" in user["content"] and DRAFT in user["content"]
     assert set(FINDINGS_SCHEMA["properties"]["findings"]["items"]["properties"]["rule"]["enum"]) == set(RULE_IDS)
+
+
+def test_stray_bracket_the_real_model_wrote_is_repaired():
+    draft = "曲马多是不错的选择。"
+    text = ('{"findings": [{"rule": "drug_interaction", "severity": "major", "span": "曲马多是不错的选择", '
+            '"message": "对儿童可能有副作用。"]}]}')  # verbatim shape from Qwen2.5-Coder-1.5B
+    critique = parse_critique(text, draft)
+    assert critique.error is None and [f.rule for f in critique.findings] == ["drug_interaction"]
