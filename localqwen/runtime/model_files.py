@@ -78,6 +78,10 @@ def check_safetensors(path: Path) -> None:
         )
 
 
+# Files that passed check_gguf, by (path, size, modification time): a changed file is checked again.
+_GGUF_CHECKED: set[tuple[str, int, int]] = set()
+
+
 def check_gguf(path: Path) -> None:
     """Verify the GGUF magic and that the tensor data the header describes is all there."""
     path = Path(path)
@@ -87,10 +91,16 @@ def check_gguf(path: Path) -> None:
     with path.open("rb") as handle:
         if handle.read(4) != GGUF_MAGIC:
             raise ModelFileError(f"{path} is not a GGUF file (bad magic bytes)")
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key in _GGUF_CHECKED:  # asked on every request for a loaded model; the header walk costs ~0.3 s
+        return
     try:
         end = _gguf_data_end(path)
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise TruncatedFileError(f"{path} is truncated (header cut short: {exc}); re-download it") from exc
+    if size >= end:
+        _GGUF_CHECKED.add(key)  # only files that passed: a truncated one is checked again (it may be re-downloaded)
     if size < end:
         raise TruncatedFileError(f"{path} is truncated: {size} of {end} bytes ({size / end:.0%}); re-download it")
 

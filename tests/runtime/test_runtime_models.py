@@ -107,6 +107,14 @@ def test_specific_errors_for_bad_model_files(tmp_path, tiny_qwen3_path, gemma_gg
     with pytest.raises(TruncatedFileError):
         check_gguf(header_only)
     check_gguf(gemma_gguf_path)  # the intact file passes
+    # A file that passed is remembered, but one changed afterwards (cut short in place) is checked again.
+    copy = tmp_path / "copy.gguf"
+    shutil.copyfile(gemma_gguf_path, copy)
+    check_gguf(copy)
+    with copy.open("r+b") as handle:
+        handle.truncate(20_000_000)
+    with pytest.raises(TruncatedFileError, match="truncated"):
+        check_gguf(copy)
 
 
 def test_download_records_lists_resolves_and_removes(monkeypatch, tmp_path, tiny_qwen3_path):
