@@ -23,7 +23,7 @@ def write_accelerate_config(path: Path, num_gpus: int, mixed_precision: str = "b
         "machine_rank: 0",
         "num_machines: 1",
         f"num_processes: {num_gpus}",
-        f"mixed_precision: {mixed_precision}",
+        f"mixed_precision: '{mixed_precision}'",  # quoted: YAML reads a bare `no` as false
         "gpu_ids: all",
         "main_training_function: main",
         "rdzv_backend: static",

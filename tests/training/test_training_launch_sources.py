@@ -24,6 +24,13 @@ def test_one_device_runs_directly_several_gpus_use_accelerate(tmp_path):
     assert command[-6:] == [*train, "--resume", "--json"]  # every rank runs `localqwen train` itself
     written = (tmp_path / "accelerate.yaml").read_text()
     assert "num_processes: 4" in written and "distributed_type: MULTI_GPU" in written
+    import yaml
+
+    from localqwen.training.launch import write_accelerate_config
+
+    for precision in ("no", "bf16", "fp16"):  # YAML must not read "no" as false (accelerate crashed on it)
+        path = write_accelerate_config(tmp_path / "precision.yaml", 2, precision)
+        assert yaml.safe_load(path.read_text())["mixed_precision"] == precision
 
 
 def test_registered_sources_build_data_for_a_job(tmp_path):
