@@ -143,7 +143,7 @@ class Extractor:
     def extract(self, turn: Turn, persona: str = "default", cancel: CancelToken | None = None) -> Outcome:
         from localqwen.runtime.engine import GenerationSettings
 
-        raw = self._store_raw(turn, persona)
+        raw = self.store_raw(turn, persona)
         settings = GenerationSettings(max_new_tokens=self.max_new_tokens)
         messages = self.messages(turn)
         failures: list[str] = []
@@ -198,7 +198,7 @@ class Extractor:
             self.store.count("extraction_failed", persona)
             return None, path
 
-    def _store_raw(self, turn: Turn, persona: str) -> MemoryRecord | None:
+    def store_raw(self, turn: Turn, persona: str) -> MemoryRecord | None:
         if not turn.user.strip():
             return None
         try:

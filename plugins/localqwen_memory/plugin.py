@@ -8,11 +8,13 @@ token recall (consolidation/, for a model consolidated by this plugin)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from localqwen.plugin_api import Context, Plugin, Requirements, action
+from localqwen.plugin_api import ChatRequest, Context, Form, Plugin, Requirements, Widget, action, chat, field
+from localqwen.plugin_api import events as ev
 from localqwen_memory.consolidation.job import ConsolidateForm
 
 
@@ -32,6 +34,45 @@ class MemorySettings(BaseModel):
                                                     "was closed runs at the next start.")
 
 
+class AddForm(Form):
+    text: str = field(label="Memory", widget=Widget.TEXTAREA, placeholder="My sister Ann lives in Porto")
+    persona: str = field("default", label="Persona")
+
+
+class ListForm(Form):
+    persona: str = field("default", label="Persona")
+    status: Literal["active", "superseded", "forgotten", "all"] = field("active", label="Status")
+    limit: int = field(100, label="At most", ge=1, le=10000)
+
+
+class SearchForm(Form):
+    query: str = field(label="Query")
+    persona: str = field("default", label="Persona")
+    k: int = field(10, label="Results", ge=1, le=100)
+
+
+class ForgetForm(Form):
+    id: int = field(label="Memory id", ge=1)
+
+
+class ExportForm(Form):
+    output: Path = field(label="Output file", widget=Widget.FILE, help="JSON; history and tombstones included")
+    persona: str = field("default", label="Persona")
+
+
+class ImportForm(Form):
+    input: Path = field(label="Input file", widget=Widget.FILE, help="A JSON file written by export")
+    persona: str = field("", label="Persona", help="Empty = the persona named in the file")
+
+
+class EvaluateForm(Form):
+    suite: Literal["locomo", "updates"] = field("locomo", label="Suite")
+    data: str = field("", label="LoCoMo file", help="Empty = ../shared/data/locomo/locomo10.json from the repository")
+    conversations: int = field(0, label="Conversations", ge=0, help="LoCoMo: evaluate only the first N (0 = all)")
+    mode: Literal["hybrid", "bm25"] = field("hybrid", label="Retrieval", advanced=True,
+                                            help="LoCoMo: hybrid = BM25 + MiniLM vectors")
+
+
 class Memory(Plugin):
     id = "memory"
     title = "Memory chat"
@@ -46,6 +87,149 @@ class Memory(Plugin):
         from localqwen_memory.consolidation.job import run_consolidation
 
         yield from run_consolidation(ctx, form)
+
+    # ------------------------------------------------------------ helpers
+    def _settings(self, ctx: Context) -> MemorySettings:
+        return MemorySettings.model_validate(ctx.settings or {})
+
+    def _store(self, ctx: Context):
+        """One store per database for the plugin's lifetime, so its search index stays warm."""
+        from localqwen_memory.store import open_store
+
+        stores = self.__dict__.setdefault("_stores", {})
+        key = str(ctx.database.path)
+        if key not in stores:
+            stores[key] = open_store(ctx)
+        return stores[key]
+
+    def _background(self):
+        from localqwen_memory.extraction import BackgroundExtractor
+
+        return self.__dict__.setdefault("_extractor", BackgroundExtractor())
+
+    # ------------------------------------------------------------ chat
+    @chat
+    def respond(self, request: ChatRequest, ctx: Context) -> Iterator[Any]:
+        """Answer with what is remembered; remember the turn in the background."""
+        from localqwen_memory.chat import respond
+
+        yield from respond(request, ctx, self._store(ctx), self._settings(ctx), self._background())
+
+    # ------------------------------------------------------------ the memory browser
+    @action(form=AddForm, title="Add a memory")
+    def add(self, form: AddForm, ctx: Context) -> Iterator[Any]:
+        """Remember a fact (a contradicted older fact is superseded; a duplicate is not added)."""
+        from localqwen_memory.chat import memories_table
+        from localqwen_memory.store import MemoryStoreError
+        from localqwen_memory.updates import remember
+
+        if not form.text.strip():
+            yield ev.Error(message="the memory text is empty", field="text")
+            yield ev.Done(status="failed", summary="the memory text is empty")
+            return
+        try:
+            decision = remember(self._store(ctx), form.text, persona=form.persona, respect_tombstones=False)
+        except MemoryStoreError as exc:
+            yield ev.Error(message=str(exc), field="persona")
+            yield ev.Done(status="failed", summary=str(exc))
+            return
+        memory = decision.memory
+        shown = [memory, *decision.replaced] if memory is not None else []
+        yield memories_table(shown, f"Memory {decision.action}")
+        summary = f"memory #{memory.id} {decision.action}" if memory is not None else decision.action
+        if decision.replaced:
+            summary += " (supersedes " + ", ".join(f"#{m.id}" for m in decision.replaced) + ")"
+        yield ev.Done(summary=summary, result={"id": memory.id if memory else None, "action": decision.action,
+                                               "superseded": [m.id for m in decision.replaced]})
+
+    @action(form=ListForm, title="List memories")
+    def list(self, form: ListForm, ctx: Context) -> Iterator[Any]:
+        """The persona's memories, newest first, with their source turn and consolidation badge."""
+        from localqwen_memory.chat import memories_table
+
+        store = self._store(ctx)
+        memories = store.list(form.persona, status=None if form.status == "all" else form.status, limit=form.limit)
+        yield memories_table(memories, f"Memories of {form.persona} ({form.status})")
+        stats = store.stats()
+        counters = stats["personas"].get(form.persona, {}).get("counters", {})
+        failed = sum(v for k, v in counters.items() if k in ("extraction_failed", "extraction_engine_error"))
+        if failed:
+            yield ev.Warning(message=f"{failed} extraction(s) failed for {form.persona}; their raw turns were kept "
+                                     f"(counters: {counters})")
+        yield ev.Done(summary=f"{len(memories)} memories", result={"memories": [m.to_dict() for m in memories],
+                                                                   "stats": stats})
+
+    @action(form=SearchForm, title="Search memories")
+    def search(self, form: SearchForm, ctx: Context) -> Iterator[Any]:
+        """Hybrid search (BM25 + vectors) over the persona's facts and raw turns."""
+        from localqwen_memory.chat import hits_table
+
+        hits = self._store(ctx).search(form.query, form.persona, k=form.k)
+        yield hits_table(hits, f"Memories matching: {form.query}")
+        yield ev.Done(summary=f"{len(hits)} result(s)", result={"hits": [
+            {"id": h.memory.id, "score": h.score, "text": h.memory.statement, "kind": h.memory.kind} for h in hits]})
+
+    @action(form=ForgetForm, title="Forget a memory")
+    def forget(self, form: ForgetForm, ctx: Context) -> Iterator[Any]:
+        """Out of recall and out of the next consolidation; a tombstone is kept."""
+        from localqwen_memory.store import MemoryStoreError
+
+        store = self._store(ctx)
+        try:
+            before = store.get(form.id)
+            memory = store.forget(form.id)
+        except MemoryStoreError as exc:
+            yield ev.Error(message=str(exc), field="id")
+            yield ev.Done(status="failed", summary=str(exc))
+            return
+        summary = f"forgot memory #{memory.id}" + (" (already forgotten)" if before.status == "forgotten" else "")
+        yield ev.Done(summary=summary, result={"id": memory.id, "status": memory.status,
+                                               "consolidation": memory.consolidation})
+
+    @action(form=ExportForm, title="Export memories")
+    def export(self, form: ExportForm, ctx: Context) -> Iterator[Any]:
+        """Write a persona's memories (with history and tombstones) to a JSON file."""
+        import json
+
+        from localqwen.atomic import atomic_write_text
+
+        data = self._store(ctx).export(form.persona)
+        path = form.output.expanduser()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(data, ensure_ascii=False, indent=1))
+        yield ev.FileWritten(path=str(path), description=f"{len(data['memories'])} memories of {form.persona}")
+        yield ev.Done(summary=f"exported {len(data['memories'])} memories", result={"path": str(path),
+                                                                                    "memories": len(data["memories"])})
+
+    @action(form=ImportForm, title="Import memories", id="import")
+    def import_(self, form: ImportForm, ctx: Context) -> Iterator[Any]:
+        """Load an export; checked whole first, duplicates skipped."""
+        from localqwen_memory.store import MemoryStoreError
+
+        path = form.input.expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+            counts = self._store(ctx).import_(text, persona=form.persona or None)
+        except (OSError, UnicodeDecodeError) as exc:
+            message = f"cannot read {path}: {exc}"
+            yield ev.Error(message=message, field="input")
+            yield ev.Done(status="failed", summary=message)
+            return
+        except MemoryStoreError as exc:
+            yield ev.Error(message=f"{path}: {exc}", field="input")
+            yield ev.Done(status="failed", summary=str(exc))
+            return
+        yield ev.Done(summary=f"{counts['added']} added, {counts['skipped']} already there, "
+                              f"{counts['tombstones']} tombstones", result=counts)
+
+    @action(form=EvaluateForm, title="Evaluate")
+    def evaluate(self, form: EvaluateForm, ctx: Context) -> Iterator[Any]:
+        """Run an evaluation suite: locomo (evidence recall) or updates (contradictions, forget)."""
+        if form.suite == "locomo":
+            from localqwen_memory.locomo_eval import run_suite
+        else:
+            from localqwen_memory.updates_eval import run_suite
+        yield from run_suite(ctx, form)
 
 
 __all__ = ["Memory", "MemorySettings"]

@@ -204,6 +204,9 @@ class MemoryStore:
         self._embedder: Embedder | None = None
         self._lock = threading.RLock()
         self._indexes: dict[str, tuple[int, str, _PersonaIndex]] = {}
+        # Vectors already read from (or written to) LanceDB by this process, per embedding model:
+        # a write bumps the revision and rebuilds the index, which must not re-read the table.
+        self._vector_cache: dict[str, dict[tuple[int, str], np.ndarray]] = {}
         database.migrate(NAMESPACE, MIGRATIONS)
 
     @property
@@ -587,8 +590,12 @@ class MemoryStore:
         import numpy as np
 
         embedder = self.embedder
-        stored = self._stored_vectors(embedder.name)
-        missing = [m for m in memories if (m.id, m.fingerprint) not in stored]
+        with self._lock:
+            stored = self._vector_cache.get(embedder.name)
+            missing = [m for m in memories if stored is None or (m.id, m.fingerprint) not in stored]
+            if stored is None or len(missing) > 16:  # first use, or another process added many: read the table
+                stored = self._vector_cache[embedder.name] = self._stored_vectors(embedder.name)
+                missing = [m for m in memories if (m.id, m.fingerprint) not in stored]
         if missing:
             fresh = embedder.encode([index_text(m) for m in missing])
             for memory, vector in zip(missing, fresh, strict=True):
@@ -625,6 +632,7 @@ class MemoryStore:
                 db.drop_table(VECTOR_TABLE)
         with self._lock:
             self._indexes.clear()
+            self._vector_cache.clear()
         memories = self.list(None)
         if self._embedder_loader is not None:
             self._vectors_for(memories)

@@ -1,0 +1,161 @@
+"""The memory chat: recall -> answer with the engine -> extraction in the background.
+
+Each turn: memories relevant to the message are recalled (the "recall: <path>" step shows which
+and how), the model answers with them in its system prompt, and the turn is queued for fact
+extraction on a background thread (the answer never waits for it; failures surface as a Warning
+on the next turn). Commands: ``/memories``, ``/search Q``, ``/forget ID``, ``/persona NAME``,
+``/help``; "forget that I ..." forgets the matching memory and says which. The persona is kept
+in the session's metadata (a user may keep several).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from localqwen.plugin_api import events as ev
+from localqwen.storage.chat_store import message_text
+from localqwen_memory.extraction import BackgroundExtractor, Extractor, Turn
+from localqwen_memory.prompts import Prompts
+from localqwen_memory.recall import Recall, memory_date, text_recall
+from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
+from localqwen_memory.updates import forget_by_id, forget_matching, forget_request
+
+if TYPE_CHECKING:
+    from localqwen.plugin_api import ChatRequest, Context
+    from localqwen_memory.plugin import MemorySettings
+
+COMMANDS = "/memories, /search QUERY, /forget ID, /persona NAME, /help"
+HISTORY_MESSAGES = 8  # recent messages sent along: memory covers the rest
+BROWSER_COLUMNS = ["id", "kind", "memory", "date", "source", "status", "consolidation"]
+
+
+def browser_row(memory: MemoryRecord, score: float | None = None) -> list[Any]:
+    """One memory as the browser tables show it (its source turn, and a consolidation badge)."""
+    badge = {"pending": "○ pending", "consolidated": f"● {memory.adapter_id or 'consolidated'}",
+             "excluded": "✕ excluded"}[memory.consolidation]
+    row = [memory.id, memory.kind, memory.statement if memory.status != "forgotten" else "(forgotten)",
+           memory_date(memory.valid_from), memory.source, memory.status, badge]
+    return row if score is None else [*row, round(score, 4)]
+
+
+def memories_table(memories: list[MemoryRecord], title: str) -> ev.Table:
+    return ev.Table(title=title, columns=BROWSER_COLUMNS, rows=[browser_row(m) for m in memories])
+
+
+def hits_table(hits: list[MemoryHit], title: str) -> ev.Table:
+    return ev.Table(title=title, columns=[*BROWSER_COLUMNS, "score"], rows=[browser_row(h.memory, h.score) for h in hits])
+
+
+def persona_of(metadata: dict[str, Any], settings: MemorySettings) -> str:
+    return str(metadata.get("persona") or settings.persona)
+
+
+def choose_recall(ctx: Context, store: MemoryStore, query: str, persona: str, prompts: Prompts,
+                  settings: MemorySettings) -> Recall:
+    """The recall path for this turn. Text recall works for every model (token recall, for a
+    consolidated model, is chosen here when available and falls back to text recall)."""
+    return text_recall(store, query, persona, prompts, k=settings.recall_k)
+
+
+def plain_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Recent user/assistant messages as text, without ``/`` command exchanges."""
+    plain: list[dict[str, Any]] = []
+    in_command = False
+    for message in history:
+        text = message_text(message).strip()
+        if message.get("role") == "user":
+            in_command = text.startswith("/")
+            if not in_command and text:
+                plain.append({"role": "user", "content": text})
+        elif message.get("role") == "assistant" and not in_command and text:
+            plain.append({"role": "assistant", "content": text})
+    return plain[-HISTORY_MESSAGES:]
+
+
+def respond(request: ChatRequest, ctx: Context, store: MemoryStore, settings: MemorySettings,
+            background: BackgroundExtractor) -> Iterator[Any]:
+    persona = persona_of(request.metadata, settings)
+    for warning in background.take_warnings(request.session_id):
+        yield ev.Warning(message=warning)
+    text = request.text.strip()
+    if text.startswith("/"):
+        yield from command(text, request, store, settings)
+        return
+    what = forget_request(text)
+    if what is not None:
+        result = forget_matching(store, what, persona)
+        yield ev.TextDelta(text=result.message)
+        yield ev.Done(summary=result.message, result={"forgotten": result.forgotten.id if result.forgotten else None})
+        return
+    prompts = Prompts.load(ctx.paths.config_dir)
+    recall = choose_recall(ctx, store, text, persona, prompts, settings)
+    yield recall.step()
+    try:
+        engine = ctx.engine(task="text")
+    except Exception as exc:  # no model yet, out of memory...: say it in the chat, with what to do
+        message = (f"No model could be loaded for the chat: {type(exc).__name__}: {exc}. "
+                   "Pick or download one on the Models screen.")
+        yield ev.Error(message=message)
+        yield ev.Done(status="failed", summary=str(exc))
+        return
+    from localqwen.runtime.engine import GenerationSettings
+
+    messages = [{"role": "system", "content": recall.system_prompt}, *plain_history(request.history),
+                {"role": "user", "content": text}]
+    answer: list[str] = []
+    for delta in engine.stream(messages, settings=GenerationSettings(max_new_tokens=settings.max_new_tokens),
+                               cancel=ctx.cancel):
+        answer.append(delta)
+        yield ev.TextDelta(text=delta)
+    result = engine.last_result
+    turn = Turn(user=text, assistant="".join(answer), session_id=request.session_id,
+                message_index=len(request.history))
+    if settings.extract and not ctx.cancel.cancelled:
+        background.submit(Extractor(store, prompts, engine, max_new_tokens=settings.extraction_max_new_tokens),
+                          turn, persona)
+    else:  # no extraction: the raw turn is still remembered
+        Extractor(store, prompts, engine).store_raw(turn, persona)
+    usage: dict[str, Any] = {"recall": recall.to_dict(), "persona": persona}
+    if result is not None:
+        usage.update(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens,
+                     finish_reason=result.finish_reason)
+    yield ev.Done(result=usage)
+
+
+def command(text: str, request: ChatRequest, store: MemoryStore, settings: MemorySettings) -> Iterator[Any]:
+    name, _, rest = text[1:].partition(" ")
+    rest = rest.strip()
+    persona = persona_of(request.metadata, settings)
+    if name == "memories":
+        memories = store.list(persona, limit=50)
+        yield memories_table(memories, f"Memories of {persona} (newest first, up to 50)")
+        yield ev.Done(summary=f"{len(memories)} memories", result={"memories": [m.id for m in memories]})
+    elif name == "search" and rest:
+        hits = store.search(rest, persona, k=10)
+        yield hits_table(hits, f"Memories matching: {rest}")
+        yield ev.Done(summary=f"{len(hits)} result(s)", result={"memories": [h.memory.id for h in hits]})
+    elif name == "forget" and rest.lstrip("#").isdigit():
+        result = forget_by_id(store, int(rest.lstrip("#")), persona)
+        yield ev.TextDelta(text=result.message)
+        yield ev.Done(status="ok" if result.forgotten else "failed", summary=result.message,
+                      result={"forgotten": result.forgotten.id if result.forgotten else None})
+    elif name == "persona":
+        if rest:
+            request.metadata["persona"] = rest[:200]
+            message = f"This conversation now uses the memories of persona '{rest[:200]}'."
+        else:
+            personas = ", ".join(store.personas()) or "none yet"
+            message = f"This conversation uses persona '{persona}' (personas with memories: {personas})."
+        yield ev.TextDelta(text=message)
+        yield ev.Done(summary=message, result={"persona": request.metadata.get("persona", persona)})
+    elif name == "help":
+        message = (f"Commands: {COMMANDS}. Say \"forget that ...\" to forget a memory; everything else is "
+                   "answered with what I remember, and remembered.")
+        yield ev.TextDelta(text=message)
+        yield ev.Done(summary=message)
+    else:
+        usage = {"search": "/search needs a query", "forget": "/forget needs a memory id (see /memories)"}
+        message = usage.get(name, f"unknown command /{name}") + f"; the commands are {COMMANDS}"
+        yield ev.Error(message=message)
+        yield ev.Done(status="failed", summary=message)
