@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+NEEDS_REAL_MODEL = True  # bench/run_all.py runs it only with --real
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data"
 LETTERS = "ABCD"
