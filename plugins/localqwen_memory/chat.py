@@ -23,8 +23,9 @@ from localqwen_memory.updates import forget_by_id, forget_matching, forget_reque
 
 if TYPE_CHECKING:
     from localqwen.plugin_api import ChatRequest, Context
-    from localqwen_memory.plugin import MemorySettings
 
+# ``settings`` below is the plugin's MemorySettings (plugin.py imports this module, not the reverse).
+MemorySettings = Any
 COMMANDS = "/memories, /search QUERY, /forget ID, /persona NAME, /help"
 HISTORY_MESSAGES = 8  # recent messages sent along: memory covers the rest
 BROWSER_COLUMNS = ["id", "kind", "memory", "date", "source", "status", "consolidation"]
