@@ -239,15 +239,15 @@ class BackgroundExtractor:
 
     def _work(self) -> None:
         while True:
-            try:
-                item = self._queue.get(timeout=5)
-            except queue.Empty:
-                with self._lock:
-                    if self._queue.empty():
-                        self._thread = None
-                        self._idle.set()
-                        return
-                continue
+            # The thread ends as soon as the queue is empty (a lingering thread at interpreter exit
+            # aborts the process inside torch); submit() starts a new one.
+            with self._lock:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    self._thread = None
+                    self._idle.set()
+                    return
             job, session = item  # type: ignore[misc]
             try:
                 outcome = job()
@@ -258,8 +258,6 @@ class BackgroundExtractor:
                 self._add_warning(session, f"memory extraction crashed: {type(exc).__name__}: {exc}")
             finally:
                 self._queue.task_done()
-                if self._queue.unfinished_tasks == 0:
-                    self._idle.set()
 
     def _add_warning(self, session: int | None, message: str) -> None:
         with self._lock:
@@ -270,5 +268,9 @@ class BackgroundExtractor:
             return self._warnings.pop(session, [])
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until every queued turn is done (tests and shutdown); True when idle."""
-        return self._idle.wait(timeout)
+        """Block until every queued turn is done and the worker has ended (tests, shutdown); True when idle."""
+        idle = self._idle.wait(timeout)
+        thread = self._thread
+        if thread is not None:
+            thread.join(timeout)
+        return idle
