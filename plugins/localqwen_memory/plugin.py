@@ -13,9 +13,22 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from localqwen.plugin_api import ChatRequest, Context, Form, Plugin, Requirements, Widget, action, chat, field
+from localqwen.plugin_api import (
+    ChatRequest,
+    Context,
+    Form,
+    Plugin,
+    Requirements,
+    Widget,
+    action,
+    chat,
+    chat_panel,
+    field,
+)
 from localqwen.plugin_api import events as ev
 from localqwen_memory.consolidation.job import ConsolidateForm
+
+PANEL_MEMORIES = 8  # the newest memories shown beside the chat; the browser (list/search) shows all
 
 
 class MemorySettings(BaseModel):
@@ -114,6 +127,26 @@ class Memory(Plugin):
         from localqwen_memory.chat import respond
 
         yield from respond(request, ctx, self._store(ctx), self._settings(ctx), self._background())
+
+    @chat_panel
+    def panel(self, metadata: dict[str, Any], ctx: Context) -> list[ev.Table]:
+        """Beside the chat: whose memories these are, how many (and how extraction went),
+        and the latest ones with their source turn and consolidation badge."""
+        from localqwen_memory.chat import memories_table, persona_of
+
+        persona = persona_of(metadata, self._settings(ctx))
+        store = self._store(ctx)
+        counts = store.stats()["personas"].get(persona, {})
+        status, counters = counts.get("status", {}), counts.get("counters", {})
+        summary = ev.Table(title=f"Memory of {persona} (/persona NAME to switch)", columns=["what", "count"], rows=[
+            ["active", status.get("active", 0)], ["superseded", status.get("superseded", 0)],
+            ["forgotten", status.get("forgotten", 0)],
+            ["consolidated", counts.get("consolidation", {}).get("consolidated", 0)],
+            ["replies that did not parse", counters.get("extraction_parse_failed", 0)],
+            ["extractions that kept only the raw turn", counters.get("extraction_raw_fallback", 0)]])
+        latest = memories_table(store.list(persona, limit=PANEL_MEMORIES),
+                                "Latest memories (/forget ID, /search QUERY)")
+        return [summary, latest]
 
     # ------------------------------------------------------------ the memory browser
     @action(form=AddForm, title="Add a memory")

@@ -29,6 +29,9 @@ def test_memory_chat_recalls_commands_and_forget(tiny_qwen3_path):
     store = plugin._store(bench.context("memory"))
     counters = store.stats()["counters"]
     assert counters["extraction_parse_failed"] >= 1 and counters["extraction_raw_fallback"] >= 1
+    summary, latest = chats.panel("memory", session)  # the side panel every chat view shows
+    assert dict(map(tuple, summary.rows))["extractions that kept only the raw turn"] >= 1
+    assert any("Porto" in row[2] and "pending" in row[6] for row in latest.rows)
     listed = list(chats.send("memory", session, "/memories"))
     table = next(e for e in listed if isinstance(e, events.Table))
     porto = next(row for row in table.rows if "Porto" in row[2])
