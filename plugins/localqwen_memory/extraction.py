@@ -234,7 +234,10 @@ class BackgroundExtractor:
             self._idle.clear()
             self._queue.put((lambda: extractor.extract(turn, persona), turn.session_id))
             if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._work, name="memory-extraction", daemon=True)
+                # Not a daemon: at exit Python waits for the queued turns to be extracted. A daemon
+                # thread killed inside torch aborts the process ("terminate called...", exit 134)
+                # and would drop the last turns' memories.
+                self._thread = threading.Thread(target=self._work, name="memory-extraction", daemon=False)
                 self._thread.start()
 
     def _work(self) -> None:
