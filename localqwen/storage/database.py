@@ -48,7 +48,7 @@ class Database:
         for index in range(version, len(migrations)):
             # executescript() commits first, so the whole step (and its version bump) is one script.
             script = (
-                f"BEGIN;\n{migrations[index]};\n"
+                f"BEGIN IMMEDIATE;\n{migrations[index]};\n"
                 f"INSERT INTO schema_versions(namespace, version) VALUES('{quoted}', {index + 1}) "
                 "ON CONFLICT(namespace) DO UPDATE SET version = excluded.version;\nCOMMIT;"
             )
@@ -68,13 +68,16 @@ class Database:
 
 
 class _Transaction:
-    """``with db.connect() as conn:`` runs the block in one transaction (BEGIN ... COMMIT/ROLLBACK)."""
+    """``with db.connect() as conn:`` runs the block in one write transaction (BEGIN IMMEDIATE ... COMMIT/ROLLBACK)."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
     def __enter__(self) -> sqlite3.Connection:
-        self._conn.execute("BEGIN")
+        # IMMEDIATE: take the write lock now, waiting up to the connection's timeout. A plain BEGIN
+        # reads first and upgrades later; in WAL mode that upgrade fails at once ("database is
+        # locked") when another writer committed in between, and no busy timeout helps.
+        self._conn.execute("BEGIN IMMEDIATE")
         return self._conn
 
     def __exit__(self, exc_type, exc, tb) -> None:
