@@ -58,6 +58,27 @@ def chat(func: ChatFunc) -> ChatFunc:
     return func
 
 
+def plain_history(history: list[dict[str, Any]], *, keep: int | None = None,
+                  image_note: str | None = None) -> list[dict[str, Any]]:
+    """Earlier user and assistant messages as plain text for a prompt: no images, no tool-call
+    records, no ``/`` command exchanges (a command and its answer are the chat's business, not the
+    model's). An image-only user message becomes ``image_note`` when given, else it is left out;
+    ``keep`` keeps only the last messages."""
+    plain: list[dict[str, Any]] = []
+    in_command = False
+    for message in history:
+        text = message_text(message).strip()
+        if message.get("role") == "user":
+            in_command = text.startswith("/")
+            if not text and image_note and message_images(message):
+                text = image_note
+            if not in_command and text:
+                plain.append({"role": "user", "content": text})
+        elif message.get("role") == "assistant" and not in_command and text:
+            plain.append({"role": "assistant", "content": text})
+    return plain[-keep:] if keep else plain
+
+
 PanelFunc = Callable[[Any, dict[str, Any], Any], list[ev.Table]]
 
 

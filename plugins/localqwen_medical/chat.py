@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from localqwen.plugin_api import ChatRequest, Context, events
-from localqwen.storage.chat_store import message_text
+from localqwen.plugin_api.chat import plain_history
 from localqwen_medical.settings import MedicalConfig, SessionChoices, session_choices
 
 COMMANDS = "/settings, /set NAME VALUE, /profile [set|add|remove|clear FIELD VALUES], /audit-log [N]"
@@ -126,21 +126,6 @@ def merge_patients(from_profile: Any, given: dict[str, Any] | None) -> Any:
         if getattr(from_profile, name) is not None:
             setattr(base, name, getattr(from_profile, name))
     return base
-
-
-def plain_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Earlier user and assistant messages as plain text, without ``/`` command exchanges."""
-    plain: list[dict[str, Any]] = []
-    in_command = False
-    for message in history:
-        text = message_text(message).strip()
-        if message.get("role") == "user":
-            in_command = text.startswith("/")
-            if not in_command and text:
-                plain.append({"role": "user", "content": text})
-        elif message.get("role") == "assistant" and not in_command and text:
-            plain.append({"role": "assistant", "content": text})
-    return plain
 
 
 # ---------------------------------------------------------------- commands

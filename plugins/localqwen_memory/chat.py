@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from localqwen.plugin_api import events as ev
-from localqwen.storage.chat_store import message_text
+from localqwen.plugin_api.chat import plain_history
 from localqwen_memory.extraction import BackgroundExtractor, Extractor, Turn
 from localqwen_memory.prompts import Prompts
 from localqwen_memory.recall import Recall, memory_date, text_recall
@@ -59,21 +59,6 @@ def choose_recall(ctx: Context, store: MemoryStore, query: str, persona: str, pr
     return text_recall(store, query, persona, prompts, k=settings.recall_k)
 
 
-def plain_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Recent user/assistant messages as text, without ``/`` command exchanges."""
-    plain: list[dict[str, Any]] = []
-    in_command = False
-    for message in history:
-        text = message_text(message).strip()
-        if message.get("role") == "user":
-            in_command = text.startswith("/")
-            if not in_command and text:
-                plain.append({"role": "user", "content": text})
-        elif message.get("role") == "assistant" and not in_command and text:
-            plain.append({"role": "assistant", "content": text})
-    return plain[-HISTORY_MESSAGES:]
-
-
 def respond(request: ChatRequest, ctx: Context, store: MemoryStore, settings: MemorySettings,
             background: BackgroundExtractor) -> Iterator[Any]:
     persona = persona_of(request.metadata, settings)
@@ -102,7 +87,7 @@ def respond(request: ChatRequest, ctx: Context, store: MemoryStore, settings: Me
         return
     from localqwen.runtime.engine import GenerationSettings
 
-    messages = [{"role": "system", "content": recall.system_prompt}, *plain_history(request.history),
+    messages = [{"role": "system", "content": recall.system_prompt}, *plain_history(request.history, keep=HISTORY_MESSAGES),
                 {"role": "user", "content": text}]
     answer: list[str] = []
     for delta in engine.stream(messages, settings=GenerationSettings(max_new_tokens=settings.max_new_tokens),

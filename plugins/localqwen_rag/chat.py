@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from localqwen.plugin_api import ChatRequest, Context, events
-from localqwen.storage.chat_store import message_images, message_text
+from localqwen.plugin_api.chat import plain_history
 from localqwen_rag.settings import RagConfig, SessionChoices, describe_error, session_choices
 
 HISTORY_MESSAGES = 6  # earlier messages the agents see (three exchanges)
@@ -91,7 +91,7 @@ def _ask(request: ChatRequest, ctx: Context, config: RagConfig, choices: Session
     )
     question = Question(request.text.strip() or IMAGE_ONLY_QUESTION, use_kb=choices.use_kb,
                         image=images[0] if images else None, topology=choices.topology,
-                        history=plain_history(request.history))
+                        history=plain_history(request.history, keep=HISTORY_MESSAGES, image_note="(an image)"))
     earlier = len(turns)
     try:
         yield from run_question(question, deps)
@@ -99,22 +99,6 @@ def _ask(request: ChatRequest, ctx: Context, config: RagConfig, choices: Session
         for turn in turns[earlier:]:
             turn["position"] = position
         request.metadata["turns"] = turns[-TURNS_KEPT:]
-
-
-def plain_history(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The earlier exchanges as plain text for the agents: the last few user and assistant
-    messages, without images, tool-call records or ``/`` command exchanges."""
-    plain: list[dict[str, Any]] = []
-    in_command = False
-    for message in history:
-        text = message_text(message).strip()
-        if message.get("role") == "user":
-            in_command = text.startswith("/")
-            if not in_command:
-                plain.append({"role": "user", "content": text or ("(an image)" if message_images(message) else "")})
-        elif message.get("role") == "assistant" and not in_command and text:
-            plain.append({"role": "assistant", "content": text})
-    return plain[-HISTORY_MESSAGES:]
 
 
 def _command(text: str, metadata: dict[str, Any]) -> Iterator[Any]:

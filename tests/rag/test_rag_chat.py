@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 from localqwen_rag import tools
-from localqwen_rag.chat import plain_history
 from rag_helpers import docs_folder
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import events
+from localqwen.plugin_api.chat import plain_history
 
 LEGACY_TURN = {"question": "What do statins do?", "answer": "They lower LDL cholesterol.", "topology": "single",
                "router_source": "rules"}
@@ -176,8 +176,9 @@ def test_plain_history_leaves_out_commands_images_and_tool_records():
         {"role": "user", "content": [{"type": "image", "image": "/x/pill.png"}]},
         {"role": "assistant", "content": ""},
     ]
-    assert plain_history(history) == [{"role": "user", "content": "What is it?"},
+    assert plain_history(history, keep=6, image_note="(an image)") == [{"role": "user", "content": "What is it?"},
                                       {"role": "assistant", "content": "A pill."},
                                       {"role": "user", "content": "(an image)"}]
+    assert plain_history(history)[-1] == {"role": "assistant", "content": "A pill."}  # no note: left out
     many = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(10)]
-    assert [m["content"] for m in plain_history(many)] == ["m4", "m5", "m6", "m7", "m8", "m9"]
+    assert [m["content"] for m in plain_history(many, keep=6)] == ["m4", "m5", "m6", "m7", "m8", "m9"]
