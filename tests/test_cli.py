@@ -67,10 +67,16 @@ def test_run_failure_and_unknown_names(test_plugins):
     assert result.exit_code == 0 and "slow" in result.output
 
 
+def default_sigint() -> None:
+    """In the child: Ctrl-C as a terminal delivers it. A suite started in the background by a
+    non-interactive shell (`make test &`) inherits SIGINT ignored, and Python keeps it ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_cancels_a_real_process(test_plugins, tmp_path):
     proc = subprocess.Popen(
         [sys.executable, "-m", "localqwen.cli.main", "run", "testplug", "slow", "--steps", "2000", "--delay", "0.01", "--json"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=os.environ.copy(), preexec_fn=default_sigint,
     )
     assert proc.stdout is not None
     for _ in range(3):
@@ -143,7 +149,7 @@ def test_chat_repl_ctrl_c_stops_the_answer_then_leaves(test_plugins):
     """A real process on stdin: Ctrl-C stops the answer (kept in part), a second Ctrl-C leaves."""
     proc = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "chat", "--plugin", "parrot", "--json"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=os.environ.copy())
+                            env=os.environ.copy(), preexec_fn=default_sigint)
     assert proc.stdin is not None and proc.stdout is not None
 
     def next_event() -> dict:

@@ -125,11 +125,15 @@ def test_two_cpu_processes_train_like_one(tmp_path, tiny_qwen3_path, extender_in
 RANKS_SCRIPT = """
 import os
 from localqwen.training.distributed import on_main_process
-print(os.environ["RANK"], "got", on_main_process(lambda: "built by " + os.environ["RANK"]), flush=True)
+
+def say(*words):  # one write() per line: two ranks share the pipe, and print() may split a line
+    os.write(1, (" ".join(str(word) for word in words) + "\\n").encode())
+
+say(os.environ["RANK"], "got", on_main_process(lambda: "built by " + os.environ["RANK"]))
 try:
     on_main_process(lambda: 1 / 0)
 except Exception as exc:
-    print(os.environ["RANK"], "failed", type(exc).__name__, exc, flush=True)
+    say(os.environ["RANK"], "failed", type(exc).__name__, exc)
 """
 
 
