@@ -1,7 +1,8 @@
 """A chat completion from the default model's engine itself: OpenAI tools and sampling reach it.
 
 The engine streams text; its ``last_result`` then gives the tool calls (parsed from Qwen's
-``<tool_call>`` text), the finish reason and the token counts. While streaming with tools, text
+``<tool_call>`` text), the finish reason and the token counts. While streaming, a leading
+``<think>`` block goes out as ``reasoning_content`` (never as content), and with tools the text
 from the first ``<tool_call>`` on is held back, so a client sees the call only as ``tool_calls``.
 """
 
@@ -12,6 +13,7 @@ from contextlib import aclosing
 from typing import TYPE_CHECKING, Any
 
 from localqwen.server import shapes
+from localqwen.server.thinking import ThinkingSplitter
 from localqwen.server.threads import iterate_in_thread
 from localqwen.server.wire import openai_tool_calls
 from localqwen.vocabulary.cancel import CancelToken
@@ -70,23 +72,38 @@ class ModelTurn:
         yield "result", engine.last_result
 
     async def stream(self) -> AsyncGenerator[dict[str, Any], None]:
+        thinking = ThinkingSplitter()
         filtered = ToolTextFilter(bool(self.tools))
         yield shapes.chunk(self.id, self.served_id, {"role": "assistant", "content": ""})
         async with aclosing(iterate_in_thread(self._generate, self.cancel)) as items:
             async for kind, value in items:
                 if kind == "text":
-                    shown = filtered.feed(value)
-                    if shown:
-                        yield shapes.chunk(self.id, self.served_id, {"content": shown})
+                    delta = self._delta(*thinking.feed(value), filtered)
+                    if delta:
+                        yield shapes.chunk(self.id, self.served_id, delta)
                     continue
                 result = value
-                sent = filtered.text[:filtered.shown] if filtered.active else ""
-                rest = result.text[len(sent):] if filtered.active and result.text.startswith(sent) else ""
-                delta: dict[str, Any] = {"content": rest} if rest else {}
+                reasoning, rest = thinking.finish()
+                delta = {"reasoning_content": reasoning} if reasoning else {}
+                if filtered.active:  # what the filter held back that is not a tool call
+                    sent = filtered.text[:filtered.shown]
+                    rest = result.text[len(sent):] if result.text.startswith(sent) else ""
+                if rest:
+                    delta["content"] = rest
                 if result.tool_calls:
                     delta["tool_calls"] = openai_tool_calls(result.tool_calls, streaming=True)
                 use = shapes.usage(result.prompt_tokens, result.completion_tokens)
                 yield shapes.chunk(self.id, self.served_id, delta, shapes.finish_reason(result.finish_reason), use=use)
+
+    @staticmethod
+    def _delta(reasoning: str, content: str, filtered: ToolTextFilter) -> dict[str, Any]:
+        delta: dict[str, Any] = {}
+        if reasoning:
+            delta["reasoning_content"] = reasoning
+        shown = filtered.feed(content) if content else ""
+        if shown:
+            delta["content"] = shown
+        return delta
 
     async def complete(self) -> dict[str, Any]:
         result = None

@@ -76,3 +76,17 @@ def test_cancel_stops_and_closes_the_producer():
 def test_a_stream_without_a_finish_reason_keeps_the_default():
     stream = ChunkStream([], default_reason="length")
     assert list(stream.read([_chunk("a")])) == ["a"] and stream.reason == "length"
+
+
+def test_reasoning_content_from_a_server_that_splits_thinking_is_kept_as_reasoning():
+    # vLLM with a reasoning parser, and LocalQwen's own API, send thinking as reasoning_content.
+    chunks = [{"choices": [{"index": 0, "delta": {"reasoning_content": piece}, "finish_reason": None}]}
+              for piece in ["Two plus ", "two is four."]]
+    chunks += [_chunk("4"), _chunk(finish="stop")]
+    stream = ChunkStream([])
+    assert "".join(stream.read(iter(chunks))) == "<think>Two plus two is four.</think>4"
+    result = stream.result(3)
+    assert (result.reasoning, result.text) == ("Two plus two is four.", "4")
+    only_thinking = ChunkStream([])
+    list(only_thinking.read(iter(chunks[:2])))
+    assert only_thinking.result(3).reasoning == "Two plus two is four."  # cut off inside the reasoning

@@ -36,3 +36,28 @@ def test_openai_messages_become_the_engines(tmp_path):
                         [tmp_path])
     with pytest.raises(ApiError, match="role"):
         engine_messages([{"role": "robot", "content": "hi"}], [tmp_path])
+
+
+@pytest.mark.parametrize("cut", [1, 2, 3, 5, 8])
+def test_streamed_thinking_goes_out_as_reasoning_never_as_content(cut):
+    from localqwen.runtime.engine.tool_calls import split_reasoning
+    from localqwen.server.thinking import ThinkingSplitter
+
+    text = "<think>\nThe user greets me. </thinking is not a tag\n</think>\n\nHello <b>there</b>!"
+    splitter = ThinkingSplitter()
+    pieces = [splitter.feed(text[at:at + cut]) for at in range(0, len(text), cut)] + [splitter.finish()]
+    reasoning = "".join(r for r, _ in pieces)
+    content = "".join(c for _, c in pieces)
+    assert (reasoning.strip(), content) == split_reasoning(text)
+    assert "<think>" not in content and "Hello" not in reasoning
+
+
+def test_an_answer_without_thinking_streams_as_content_and_an_unclosed_block_stays_reasoning():
+    from localqwen.server.thinking import ThinkingSplitter
+
+    plain = ThinkingSplitter()
+    assert plain.feed("  <th") == ("", "")  # might still become <think>
+    assert plain.feed("is> is bold") == ("", "  <this> is bold")
+    cut_off = ThinkingSplitter()
+    assert cut_off.feed("<think>still thinking when max_tokens hit</thi") == ("still thinking when max_tokens hit", "")
+    assert cut_off.finish() == ("</thi", "")

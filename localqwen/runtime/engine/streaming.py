@@ -50,6 +50,7 @@ class ChunkStream:
         self.usage: dict[str, Any] = {}
         self.text_chunks = 0  # chunks that carried text: the token count when the server sends no usage
         self._calls: dict[int, dict[str, str]] = {}  # structured tool-call fragments by index
+        self._thinking = False  # inside reasoning_content the server sent
 
     def read(self, chunks: Iterable[dict[str, Any]], cancel: CancelToken | None = None) -> Iterator[str]:
         try:
@@ -57,7 +58,7 @@ class ChunkStream:
                 self.usage = chunk.get("usage") or self.usage
                 for choice in chunk.get("choices") or []:
                     delta = choice.get("delta") or {}
-                    text = delta.get("content") or ""
+                    text = self._with_thinking_tags(delta.get("reasoning_content") or "", delta.get("content") or "")
                     if text:
                         self.text_chunks += 1
                         shown = self.scanner.feed(text)
@@ -83,9 +84,27 @@ class ChunkStream:
             close = getattr(chunks, "close", None)
             if close is not None:
                 close()
+        if self._thinking:  # the stream ended (or went on to tool calls) inside the reasoning
+            self._thinking = False
+            closed = self.scanner.feed("</think>")
+            if closed:
+                yield closed
         tail = self.scanner.finish()
         if tail:
             yield tail
+
+    def _with_thinking_tags(self, reasoning: str, content: str) -> str:
+        """A server that splits thinking off (vLLM's reasoning parser, LocalQwen's own API) sends it as
+        ``reasoning_content``; put it back in ``<think>`` tags so the result splits it like local text."""
+        text = ""
+        if reasoning and not self._thinking:
+            self._thinking = True
+            text += "<think>"
+        text += reasoning
+        if content and self._thinking:
+            self._thinking = False
+            text += "</think>"
+        return text + content
 
     def result(self, prompt_tokens: int, completion_tokens: int | None = None) -> ChatResult:
         """The :class:`ChatResult`; completion tokens from the usage the server sent, else counted chunks."""
