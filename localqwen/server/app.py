@@ -48,7 +48,7 @@ def build_app(bench: Workbench, plan: ServePlan) -> Any:
         Route("/v1/embeddings", api.embeddings, methods=["POST"]),
         Route("/v1/rerank", api.rerank, methods=["POST"]),
     ]
-    mcp = HttpMcp(bench, plan) if mcp_available() else None
+    mcp = HttpMcp(bench, plan, api.queues) if mcp_available() else None
     if mcp is not None:
         routes.append(Route("/mcp", mcp.endpoint))  # an ASGI app: GET (event stream), POST, DELETE
     api.mcp = mcp is not None

@@ -40,16 +40,28 @@ def default_chat_model(bench: Workbench) -> str:
     return str(bench.config.plugin_section("chat").get("model") or default_model(bench.config, "text"))
 
 
+def plugin_queue(bench: Workbench, plugin_id: str) -> str:
+    """The engine queue a plugin's work waits in: its own ``model`` setting's engine, else the default's."""
+    own = bench.config.plugin_section(plugin_id).get("model") or default_chat_model(bench)
+    return f"engine:{own}"
+
+
+def embedder_queue() -> str:
+    from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL
+
+    return f"embedder:{DEFAULT_EMBEDDING_MODEL}"
+
+
 def served_models(bench: Workbench) -> list[ServedModel]:
     from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL
 
     default = default_chat_model(bench)
     models = [ServedModel(default, "model", default, f"engine:{default}", "default model")]
     for plugin in bench.conversations.plugins():
-        own = bench.config.plugin_section(plugin.id).get("model") or default
-        models.append(ServedModel(PLUGIN_PREFIX + plugin.id, "plugin", plugin.id, f"engine:{own}", plugin.title))
-    models.append(ServedModel(DEFAULT_EMBEDDING_MODEL, "embedding", DEFAULT_EMBEDDING_MODEL,
-                              f"embedder:{DEFAULT_EMBEDDING_MODEL}", "retrieval embedder"))
+        models.append(ServedModel(PLUGIN_PREFIX + plugin.id, "plugin", plugin.id, plugin_queue(bench, plugin.id),
+                                  plugin.title))
+    models.append(ServedModel(DEFAULT_EMBEDDING_MODEL, "embedding", DEFAULT_EMBEDDING_MODEL, embedder_queue(),
+                              "retrieval embedder"))
     return models
 
 

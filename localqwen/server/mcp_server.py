@@ -8,7 +8,10 @@ Streamable HTTP at ``/mcp`` on ``localqwen serve``'s port (see :func:`http_endpo
 API's own rules (loopback, key, Host, Origin, body size) guard it.
 
 A tool call runs its action in a worker thread (:func:`iterate_in_thread`); a client that cancels
-the request, or an HTTP client that goes away, cancels the action's ``CancelToken``.
+the request, or an HTTP client that goes away, cancels the action's ``CancelToken``. It first
+takes a ticket in its engine's queue (:mod:`localqwen.server.queues`), the same queues the API's
+chat completions wait in when served at ``/mcp``: when the line is full, the call returns an error
+result saying when to try again instead of running a second generation on a busy engine.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from localqwen.server.mcp_files import OutputFiles, ResourceError
 from localqwen.server.mcp_results import ProgressForwarder, ToolOutcome
 from localqwen.server.mcp_tools import McpTool, tool_catalog
+from localqwen.server.queues import Queues
 from localqwen.server.threads import iterate_in_thread
 from localqwen.vocabulary import events as ev
 from localqwen.vocabulary.cancel import CancelToken
@@ -50,8 +54,8 @@ class McpBackend:
             return self._tools
 
 
-def build_mcp_server(bench: Workbench) -> Any:
-    """The low-level MCP ``Server`` over ``bench``'s plugins."""
+def build_mcp_server(bench: Workbench, queues: Queues | None = None) -> Any:
+    """The low-level MCP ``Server`` over ``bench``'s plugins; ``queues`` shared with the API when given."""
     import anyio
     import mcp_types as types
     from mcp.server import Server
@@ -59,8 +63,12 @@ def build_mcp_server(bench: Workbench) -> Any:
 
     from localqwen import __version__
     from localqwen.plugin_api.forms import FormError
+    from localqwen.server.errors import ApiError
+    from localqwen.server.plan import DEFAULT_MAX_WAITING
 
     backend = McpBackend(bench)
+    if queues is None:
+        queues = Queues(DEFAULT_MAX_WAITING)
 
     async def tools() -> dict[str, McpTool]:
         return await anyio.to_thread.run_sync(backend.tools)
@@ -82,16 +90,24 @@ def build_mcp_server(bench: Workbench) -> Any:
         except FormError as exc:  # bad arguments: a result the calling model can read and fix
             return types.CallToolResult(is_error=True, structured_content={"errors": exc.errors}, content=[
                 types.TextContent(text=f"invalid arguments for {tool.name}: {exc}")])
+        try:
+            ticket = queues.ticket(await anyio.to_thread.run_sync(tool.queue, bench))
+        except ApiError as exc:  # the engine's line is full: the client may retry later
+            getattr(stream, "close", lambda: None)()  # not started: nothing ran
+            return types.CallToolResult(is_error=True, content=[types.TextContent(text=str(exc))])
         outcome = ToolOutcome(backend.files)
         progress = ProgressForwarder()
-        async with contextlib.aclosing(iterate_in_thread(lambda: stream, cancel)) as events:
-            async for event in events:
-                if isinstance(event, ev.Progress):
-                    update = progress.forward(event)
-                    if update is not None:
-                        await ctx.session.report_progress(*update)
-                else:
-                    outcome.add(event)
+        try:
+            async with ticket.turn(), contextlib.aclosing(iterate_in_thread(lambda: stream, cancel)) as events:
+                async for event in events:
+                    if isinstance(event, ev.Progress):
+                        update = progress.forward(event)
+                        if update is not None:
+                            await ctx.session.report_progress(*update)
+                    else:
+                        outcome.add(event)
+        finally:
+            ticket.release()
         return outcome.result()
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
@@ -123,14 +139,14 @@ async def run_stdio(bench: Workbench) -> None:
 class HttpMcp:
     """``/mcp`` on the API server: the Streamable HTTP endpoint and the lifespan that runs its sessions."""
 
-    def __init__(self, bench: Workbench, plan: ServePlan) -> None:
+    def __init__(self, bench: Workbench, plan: ServePlan, queues: Queues) -> None:
         from mcp.server.streamable_http_manager import StreamableHTTPASGIApp, StreamableHTTPSessionManager
         from mcp.server.transport_security import TransportSecuritySettings
 
         # The API's Guard already checks Host, Origin, the key and the declared body size for every
         # route, /mcp included: one set of rules, so the SDK's own Host/Origin check is off.
         self.manager = StreamableHTTPSessionManager(
-            app=build_mcp_server(bench), max_request_body_size=plan.max_body,
+            app=build_mcp_server(bench, queues), max_request_body_size=plan.max_body,
             security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False))
         self.endpoint = StreamableHTTPASGIApp(self.manager)
 

@@ -48,6 +48,17 @@ class McpTool:
     def input_schema(self) -> dict[str, Any]:
         return self.form.model_json_schema()
 
+    def queue(self, bench: Workbench) -> str:
+        """The engine queue its call waits in, shared with the API's generations (see queues.py).
+
+        A plugin action may load and run the plugin's model, so every action of a plugin waits in
+        that model's queue, even one that turns out not to generate: the server cannot know in
+        advance, and two generations at once on one engine is what the queue exists to prevent.
+        """
+        from localqwen.server.catalog import embedder_queue, plugin_queue
+
+        return plugin_queue(bench, self.plugin_id) if self.plugin_id else embedder_queue()
+
     def events(self, bench: Workbench, arguments: dict[str, Any], cancel: CancelToken) -> Iterator[Any]:
         """Validate ``arguments`` (raising :class:`FormError` before any work) and return the event stream."""
         form = parse_form(self.form, arguments)

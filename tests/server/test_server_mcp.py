@@ -238,3 +238,30 @@ def test_mcp_over_http_follows_the_api_rules(plugins_env, start_api):
             return [tool.name for tool in (await client.list_tools()).tools]
 
     assert "testplug_echo" in anyio.run(main)
+
+
+def test_a_tool_call_waits_in_its_engines_queue_and_a_full_line_is_refused(plugins_env, isolated_home):
+    # The same queues as the API's chat completions: while a generation holds the engine and the
+    # line behind it is full (max_waiting 0 here), a call is refused with when to retry.
+    from mcp import Client
+
+    from localqwen.app import Workbench
+    from localqwen.server.catalog import plugin_queue
+    from localqwen.server.mcp_server import build_mcp_server
+    from localqwen.server.queues import Queues
+
+    bench = Workbench.create()
+    queues = Queues(max_waiting=0)
+
+    async def main():
+        async with Client(build_mcp_server(bench, queues), raise_exceptions=False) as client:
+            generating = queues.ticket(plugin_queue(bench, "testplug"))  # an API request holding the engine
+            refused = await client.call_tool("testplug_echo", {"text": "hi", "repeat": 1})
+            generating.release()
+            served = await client.call_tool("testplug_echo", {"text": "hi", "repeat": 1})
+            return refused, served, queues.state()
+
+    refused, served, state = anyio.run(main)
+    assert refused.is_error and "busy" in refused.content[0].text and "try again in" in refused.content[0].text
+    assert not served.is_error and served.content[0].text == "hi"
+    assert state[plugin_queue(bench, "testplug")] == {"generating": 0, "waiting": 0, "max_waiting": 0}  # tickets back
