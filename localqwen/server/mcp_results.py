@@ -8,10 +8,11 @@
   with ``resources/read``); a small image is also sent inline.
 - ``Done`` gives the status and summary; ``structuredContent`` carries its ``result`` dict, the
   files, and every event the views would show (steps, tool calls, tables, metrics...).
-- ``Progress`` becomes ``notifications/progress``. MCP wants the progress value to grow with each
-  notification, so only the first progress task an action reports is forwarded (its ``done``
-  over ``total``), and only when it moved forward; LocalQwen's secondary bars (a download beside
-  the captioning, say) stay in the views.
+- ``Progress`` becomes ``notifications/progress``. MCP wants one value per call that only grows,
+  while an action may run several bars (a download, then the captioning). Each bar starts where
+  the value stands when it first reports: the value is that start plus the bar's ``done``, the
+  total its start plus the bar's ``total``, and the message names the bar once there are two. An
+  update that would not move the value forward (an earlier bar reporting again) is not sent.
 """
 
 from __future__ import annotations
@@ -115,14 +116,18 @@ class ProgressForwarder:
     """Turns ``Progress`` events into growing ``notifications/progress`` values (see the module doc)."""
 
     def __init__(self) -> None:
-        self.task: str | None = None
+        self.starts: dict[str, float] = {}  # where each bar's count begins on the one growing value
         self.last = float("-inf")
 
     def forward(self, event: ev.Progress) -> tuple[float, float | None, str | None] | None:
         """``(progress, total, message)`` to send, or None when this event must not be sent."""
-        if self.task is None:
-            self.task = event.task
-        if event.task != self.task or event.done <= self.last:
+        start = self.starts.setdefault(event.task, max(self.last, 0.0))
+        value = start + event.done
+        if value <= self.last:
             return None
-        self.last = event.done
-        return event.done, event.total, event.message or None
+        self.last = value
+        total = start + event.total if event.total is not None else None
+        message = event.message or None
+        if len(self.starts) > 1:
+            message = f"{event.task}: {message}" if message else event.task
+        return value, total, message

@@ -61,3 +61,17 @@ def test_an_answer_without_thinking_streams_as_content_and_an_unclosed_block_sta
     cut_off = ThinkingSplitter()
     assert cut_off.feed("<think>still thinking when max_tokens hit</thi") == ("still thinking when max_tokens hit", "")
     assert cut_off.finish() == ("</thi", "")
+
+
+def test_mcp_progress_of_several_bars_is_one_growing_value_that_names_the_bar():
+    from localqwen.server.mcp_results import ProgressForwarder
+    from localqwen.vocabulary import events as ev
+
+    forwarder = ProgressForwarder()
+    sent = [forwarder.forward(ev.Progress(done=done, total=total, task=task, message=message)) for done, total, task, message in [
+        (1, 2, "download", "weights"), (2, 2, "download", "weights"),
+        (0, 3, "main", "captioning"), (1, 3, "main", "captioning"),
+        (2, 2, "download", "weights"),  # an earlier bar again: would not move the value
+        (3, 3, "main", "captioning")]]
+    assert sent == [(1, 2, "weights"), (2, 2, "weights"), None, (3, 5, "main: captioning"), None,
+                    (5, 5, "main: captioning")]
