@@ -10,6 +10,7 @@ in the session's metadata (a user may keep several).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -17,7 +18,7 @@ from localqwen.plugin_api import events as ev
 from localqwen.plugin_api.chat import plain_history
 from localqwen_memory.extraction import BackgroundExtractor, Extractor, Turn
 from localqwen_memory.prompts import Prompts
-from localqwen_memory.recall import Recall, memory_date, text_recall
+from localqwen_memory.recall import TOKEN_PATH, Recall, memory_date, text_recall, text_recall_prompt
 from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
 from localqwen_memory.updates import forget_by_id, forget_matching, forget_request
 
@@ -53,10 +54,36 @@ def persona_of(metadata: dict[str, Any], settings: MemorySettings) -> str:
 
 
 def choose_recall(ctx: Context, store: MemoryStore, query: str, persona: str, prompts: Prompts,
-                  settings: MemorySettings) -> Recall:
-    """The recall path for this turn. Text recall works for every model (token recall, for a
-    consolidated model, is chosen here when available and falls back to text recall)."""
-    return text_recall(store, query, persona, prompts, k=settings.recall_k)
+                  settings: MemorySettings, engine: Any = None) -> Recall:
+    """The recall path for this turn: token recall when ``engine`` carries a memory adapter this
+    plugin consolidated, text recall otherwise (and for what token recall did not pick).
+
+    On the token path the model is asked at ``<recall>`` and its memory head picks among the
+    persona's active memories only (so a memory forgotten since the consolidation is never picked).
+    The chosen memory goes into the prompt with its stored text, the source of truth; what the model
+    decoded for it is shown in the step, beside the text recall of the memories not consolidated yet.
+    """
+    from localqwen_memory.consolidation.swap import recaller
+
+    token = recaller(engine) if engine is not None else None
+    if token is None:
+        return text_recall(store, query, persona, prompts, k=settings.recall_k)
+    started = time.perf_counter()
+    allowed = {str(m.id) for m in store.list(persona)}
+    outcome = token.recall([{"role": "user", "content": query}], allowed=allowed)
+    if outcome.path != "token" or outcome.memory_id is None:
+        recall = text_recall(store, query, persona, prompts, k=settings.recall_k)
+        recall.notes.append(f"token recall not used: {outcome.reason}")
+        return recall
+    chosen = store.get(int(outcome.memory_id))
+    rest = text_recall(store, query, persona, prompts, k=max(0, settings.recall_k - 1), exclude={chosen.id})
+    hits = [MemoryHit(chosen, outcome.confidence, {"head": outcome.confidence}), *rest.hits]
+    recall = text_recall_prompt(hits, persona, prompts)
+    recall.path = TOKEN_PATH
+    recall.elapsed_ms = (time.perf_counter() - started) * 1000
+    recall.notes.append(f"token recall picked #{chosen.id} (confidence {outcome.confidence:.2f}); "
+                        f"the model decoded: {outcome.text!r}")
+    return recall
 
 
 def respond(request: ChatRequest, ctx: Context, store: MemoryStore, settings: MemorySettings,
@@ -75,8 +102,6 @@ def respond(request: ChatRequest, ctx: Context, store: MemoryStore, settings: Me
         yield ev.Done(summary=result.message, result={"forgotten": result.forgotten.id if result.forgotten else None})
         return
     prompts = Prompts.load(ctx.paths.config_dir)
-    recall = choose_recall(ctx, store, text, persona, prompts, settings)
-    yield recall.step()
     try:
         engine = ctx.engine(task="text")
     except Exception as exc:  # no model yet, out of memory...: say it in the chat, with what to do
@@ -85,12 +110,12 @@ def respond(request: ChatRequest, ctx: Context, store: MemoryStore, settings: Me
         yield ev.Error(message=message)
         yield ev.Done(status="failed", summary=str(exc))
         return
-    from localqwen.runtime.engine import GenerationSettings
-
+    recall = choose_recall(ctx, store, text, persona, prompts, settings, engine)
+    yield recall.step()
     messages = [{"role": "system", "content": recall.system_prompt}, *plain_history(request.history, keep=HISTORY_MESSAGES),
                 {"role": "user", "content": text}]
     answer: list[str] = []
-    for delta in engine.stream(messages, settings=GenerationSettings(max_new_tokens=settings.max_new_tokens),
+    for delta in engine.stream(messages, settings=request.generation_settings(max_new_tokens=settings.max_new_tokens),
                                cancel=ctx.cancel):
         answer.append(delta)
         yield ev.TextDelta(text=delta)

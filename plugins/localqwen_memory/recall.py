@@ -17,6 +17,7 @@ from localqwen_memory.prompts import Prompts
 from localqwen_memory.store import MemoryHit, MemoryStore
 
 PATH = "text"
+TOKEN_PATH = "token"  # a consolidated model picked the memory itself (consolidation/token_recall.py)
 
 
 @dataclass
@@ -56,6 +57,13 @@ def text_recall(store: MemoryStore, query: str, persona: str, prompts: Prompts, 
     started = time.perf_counter()
     hits = store.search(query, persona, k=k + len(exclude or ())) if k > 0 else []
     hits = [h for h in hits if h.memory.id not in (exclude or set())][:k]
+    recall = text_recall_prompt(hits, persona, prompts)
+    recall.elapsed_ms = (time.perf_counter() - started) * 1000
+    return recall
+
+
+def text_recall_prompt(hits: list[MemoryHit], persona: str, prompts: Prompts) -> Recall:
+    """The system prompt around recalled memories (both paths put them in the prompt as text)."""
     today = time.strftime("%Y-%m-%d")
     if hits:
         # Newest first, as the prompt promises: on a contradiction the newer memory wins.
@@ -65,4 +73,4 @@ def text_recall(store: MemoryStore, query: str, persona: str, prompts: Prompts, 
         system = prompts.format("recall", "system", today=today, persona=persona, memories=lines)
     else:
         system = prompts.format("recall", "empty", today=today, persona=persona)
-    return Recall(PATH, hits, system, elapsed_ms=(time.perf_counter() - started) * 1000)
+    return Recall(PATH, hits, system)

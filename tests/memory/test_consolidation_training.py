@@ -148,3 +148,15 @@ def test_consolidate_action_runs_as_a_job_without_forgotten_memories(tmp_path, t
     assert set(engine.memory_slot.active.head.bank.ids) == {str(k.id) for k in kept}
     again = list(bench.run("memory", "consolidate", {}))
     assert again[-1].result == {"consolidated": 0}
+    # The chat now asks the swapped-in adapter first (token recall) and says what happened.
+    chats = bench.conversations
+    session = chats.new_session("memory")
+    turn = list(chats.send("memory", session, _held_out(FACTS[0])[0]))
+    assert turn[-1].status == "ok", turn
+    recall = next(e for e in turn if isinstance(e, events.Step) and e.step == "recall")
+    if recall.title == "recall: token":
+        picked = int(recall.detail.split("token recall picked #", 1)[1].split(" ", 1)[0])
+        assert picked in {k.id for k in kept}  # never the forgotten one
+    else:
+        assert recall.title == "recall: text" and "token recall not used: " in recall.detail
+    assert bench.host.get("memory")._background().wait(300)
