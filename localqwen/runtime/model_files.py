@@ -6,7 +6,10 @@ Each problem gets its own error so the user knows exactly what to fix.
 from __future__ import annotations
 
 import json
+import os
+import re
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".ckpt", ".pkl")
@@ -27,6 +30,77 @@ class TruncatedFileError(ModelFileError):
 
 class MissingConfigError(ModelFileError):
     pass
+
+
+class RemoteCodeRefusedError(ModelFileError):
+    """A load asked for ``trust_remote_code`` for a model the user did not list as trusted."""
+
+
+# A hub id ("Qwen/Qwen3-0.6B", "org/name"): anything else that does not exist is a missing local path.
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.\-]*/[\w.\-]+$")
+
+
+def check_model_source(ref: str | os.PathLike[str], *, trust_remote_code: bool = False,
+                       trusted: Iterable[str] | None = None) -> None:
+    """The one gate every model load passes (engine, trainer, evaluation, merge, export, wizard).
+
+    A local folder must hold safetensors weights (never pickle; see :func:`check_model_folder`), a
+    ``.gguf`` file must have a sane header (:func:`check_gguf`); a hub id is fetched later with
+    safetensors only. ``trust_remote_code`` (running the model folder's own Python) is refused unless
+    the model is listed in the user's ``runtime.trust_remote_code``: a job file or a form cannot
+    turn it on by itself. ``trusted`` defaults to that list, read from the user's config file.
+    """
+    text = str(ref)
+    path = Path(text).expanduser()
+    if path.exists():
+        if path.is_file() and path.suffix.lower() == ".gguf":
+            check_gguf(path)
+        else:
+            check_model_folder(path)
+    elif not _HUB_ID.match(text):
+        raise ModelFileError(f"model not found: {text} is neither a local folder nor a hub id like 'Qwen/Qwen3-0.6B'")
+    if trust_remote_code:
+        check_remote_code(text, trusted)
+
+
+def check_remote_code(ref: str, trusted: Iterable[str] | None = None) -> None:
+    """Raise :class:`RemoteCodeRefusedError` unless the user trusts ``ref`` to run its own code."""
+    allowed = list(trusted) if trusted is not None else user_trusted_models()
+    if not remote_code_allowed(ref, allowed):
+        raise RemoteCodeRefusedError(
+            f"{ref} asks to run its own Python code (trust_remote_code = true), which LocalQwen refuses "
+            "unless you list the model in your config: add its id or folder to runtime.trust_remote_code "
+            "only if you trust its author")
+
+
+def remote_code_allowed(ref: str, trusted: Iterable[str]) -> bool:
+    """True when ``ref`` (a hub id or a folder) is in ``trusted``; a folder matches by its path or
+    its name (the id a local model gets), a catalog model by its id or hub repo."""
+    from localqwen.runtime import catalog
+
+    allowed = {name.strip().lower() for name in trusted if name.strip()}
+    if not allowed:
+        return False
+    names = {ref.lower()}
+    path = Path(ref).expanduser()
+    if path.exists():
+        resolved = path.resolve()
+        names |= {str(resolved).lower(), resolved.name.lower()}
+        allowed |= {str(Path(name).expanduser().resolve()).lower() for name in allowed if "/" in name or "\\" in name}
+    entry = catalog.find(ref)
+    if entry is not None:
+        names |= {entry.id.lower(), entry.hf_repo.lower()}
+    return bool(allowed & names)
+
+
+def user_trusted_models() -> list[str]:
+    """The user's ``runtime.trust_remote_code`` list (empty when the config file is missing or broken:
+    a config that cannot be read trusts nobody)."""
+    from localqwen.config import load_config
+    from localqwen.paths import app_paths
+
+    config, _error = load_config(app_paths().config_file)
+    return list(config.runtime.trust_remote_code)
 
 
 def check_model_folder(path: Path) -> None:

@@ -218,12 +218,15 @@ def export_gguf(model_dir: str | Path, out_file: str | Path, *, outtype: str = "
     """
     import json
 
+    from localqwen.runtime.model_files import check_model_folder
+
     model_dir = Path(model_dir)
     config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
     architectures = config.get("architectures") or []
     if not any(a in GGUF_SUPPORTED for a in architectures):
         raise RuntimeError(f"llama.cpp's converter does not support {architectures or 'this model'}; "
                            f"supported here: {', '.join(sorted(GGUF_SUPPORTED))}")
+    check_model_folder(model_dir)  # the converter would unpickle .bin weights: safetensors only, as for every load
     converter = find_gguf_converter()
     if converter is None:
         raise RuntimeError(

@@ -178,6 +178,15 @@ def parse_job_config(raw: dict[str, Any], *, path: Path | None = None) -> JobCon
         raise JobConfigError(path, _describe(exc)) from None
     if path is not None and config.base_dir is None:
         config.base_dir = str(path.resolve().parent)
+    if config.model.trust_remote_code:
+        # A job file cannot turn on running a model's own code by itself: only the user's config can.
+        from localqwen.runtime.model_files import RemoteCodeRefusedError, check_remote_code
+
+        local = config.resolve(config.model.path)
+        try:
+            check_remote_code(str(local) if local is not None and local.exists() else config.model.path)
+        except RemoteCodeRefusedError as exc:
+            raise JobConfigError(path, [f"model.trust_remote_code: {exc}"]) from None
     return config
 
 

@@ -32,14 +32,24 @@ def pick_dtype(precision: str) -> Any:
 
 def load_model_and_processor(
     path: str | Path, *, task: str = "auto", precision: str = "auto", quantize_4bit: bool = False,
-    trust_remote_code: bool = False,
+    trust_remote_code: bool = False, trusted: list[str] | None = None,
 ) -> tuple[Any, Any, bool]:
-    """(model, processor-or-tokenizer, is_vision)."""
+    """(model, processor-or-tokenizer, is_vision).
+
+    Every training-side load (the job, evaluation, merge, export) comes through here, so the same
+    checks as the engine's run first: safetensors only, and ``trust_remote_code`` only for a model
+    the user listed in ``runtime.trust_remote_code`` (``trusted`` overrides that list, for tests)."""
     import torch
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, AutoProcessor, AutoTokenizer
 
+    from localqwen.runtime.model_files import check_model_source
+
+    check_model_source(path, trust_remote_code=trust_remote_code, trusted=trusted)
     vision = is_vision_model(path, task)
-    kwargs: dict[str, Any] = {"dtype": pick_dtype(precision), "trust_remote_code": trust_remote_code}
+    # use_safetensors: a hub id is not checked on disk before transformers fetches it; this keeps
+    # transformers from falling back to pickle weights there too.
+    kwargs: dict[str, Any] = {"dtype": pick_dtype(precision), "trust_remote_code": trust_remote_code,
+                              "use_safetensors": True}
     if quantize_4bit:
         from localqwen.runtime.quantization import nf4_config
 

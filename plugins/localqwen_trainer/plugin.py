@@ -120,12 +120,12 @@ class Trainer(Plugin):
 
     @action(form=ModelForm, title="1. Base model", description="Pick the base model and see the device plan.")
     def model(self, form: ModelForm, ctx: Context):
+        from localqwen.runtime.model_files import check_model_folder
         from localqwen.training.estimate import available_memory_gb, estimate_memory, model_shape
         from localqwen.training.modeling import is_vision_model
 
         path = Path(form.model).expanduser()
-        if not (path / "config.json").exists():
-            raise ValueError(f"{form.model}: no config.json there; give a model folder")
+        check_model_folder(path)  # the engine's checks: a config.json and safetensors weights (never pickle)
         vision = is_vision_model(path, form.task)
         shape = model_shape(path)
         free, device = available_memory_gb()

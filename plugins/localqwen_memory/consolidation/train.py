@@ -116,6 +116,9 @@ def load_base(base_model: str | Path) -> tuple[Any, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from localqwen.runtime.model_files import check_model_source
+
+    check_model_source(base_model)  # the same gate as every other load: safetensors only
     tokenizer = AutoTokenizer.from_pretrained(base_model)
     model = AutoModelForCausalLM.from_pretrained(base_model, dtype=torch.float32, use_safetensors=True)
     return model, tokenizer
