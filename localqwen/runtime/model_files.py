@@ -156,27 +156,45 @@ def check_safetensors(path: Path) -> None:
 _GGUF_CHECKED: set[tuple[str, int, int]] = set()
 
 
+class GGUFHeaderError(ModelFileError):
+    """A GGUF header with impossible values (a crafted or corrupt file), refused before llama.cpp reads it."""
+
+
 def check_gguf(path: Path) -> None:
-    """Verify the GGUF magic and that the tensor data the header describes is all there."""
+    """Verify the GGUF magic and header, and that the tensor data the header describes is all there.
+
+    Every count, length and dimension is checked against the file size before anything is read or
+    allocated for it, so a crafted 100-byte header claiming 4 billion dimensions or a 2**60-byte
+    string is refused in milliseconds instead of reaching llama.cpp (which tried to allocate 8 GB).
+    """
     path = Path(path)
     if not path.is_file():
         raise ModelFileError(f"GGUF file not found: {path}")
-    size = path.stat().st_size
     with path.open("rb") as handle:
         if handle.read(4) != GGUF_MAGIC:
             raise ModelFileError(f"{path} is not a GGUF file (bad magic bytes)")
     stat = path.stat()
+    size = stat.st_size
     key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
     if key in _GGUF_CHECKED:  # asked on every request for a loaded model; the header walk costs ~0.3 s
         return
     try:
         end = _gguf_data_end(path)
-    except (struct.error, ValueError, UnicodeDecodeError) as exc:
-        raise TruncatedFileError(f"{path} is truncated (header cut short: {exc}); re-download it") from exc
-    if size >= end:
-        _GGUF_CHECKED.add(key)  # only files that passed: a truncated one is checked again (it may be re-downloaded)
+    except _HeaderPastEnd as exc:
+        raise TruncatedFileError(f"{path} is truncated or damaged ({exc}); re-download it") from exc
+    except (_BadHeader, UnicodeDecodeError) as exc:
+        raise GGUFHeaderError(f"{path} is not a valid GGUF file: {exc}") from exc
     if size < end:
         raise TruncatedFileError(f"{path} is truncated: {size} of {end} bytes ({size / end:.0%}); re-download it")
+    _GGUF_CHECKED.add(key)  # only files that passed: a truncated one is checked again (it may be re-downloaded)
+
+
+class _BadHeader(ValueError):
+    pass
+
+
+class _HeaderPastEnd(ValueError):
+    pass
 
 
 # GGUF value types -> struct format (fixed-size ones); 8 = string, 9 = array.
@@ -189,62 +207,101 @@ _GGML_BLOCKS = {
     22: (256, 82), 23: (256, 136), 24: (1, 1), 25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 30: (1, 2),
     34: (256, 54), 35: (256, 66), 39: (32, 17),
 }
+# llama.cpp's own limits (ggml.h GGML_MAX_DIMS, GGML_MAX_NAME; gguf.cpp's key length cap).
+_MAX_DIMS = 4
+_MAX_TENSOR_NAME = 64
+_MAX_KEY = 65535
+_MAX_ARRAY_NESTING = 2  # the format nests arrays once at most in practice; deeper is a crafted file
+_GGML_TYPE_LIMIT = 256  # type ids beyond any ggml release
 
 
 def _gguf_data_end(path: Path) -> int:
-    """Byte offset where the last tensor's data ends, computed from the header."""
+    """Byte offset where the last tensor's data ends, computed from a header checked as it is read."""
+    size = path.stat().st_size
     with path.open("rb") as handle:
-        def read(fmt: str):
-            data = handle.read(struct.calcsize(fmt))
-            return struct.unpack("<" + fmt, data)
+        def remaining() -> int:
+            return size - handle.tell()
 
-        def read_string() -> str:
-            (length,) = read("Q")
-            raw = handle.read(length)
-            if len(raw) < length:
-                raise ValueError("string runs past end of file")
-            return raw.decode("utf-8")
+        def read(fmt: str, what: str):
+            length = struct.calcsize("<" + fmt)
+            if length > remaining():
+                raise _HeaderPastEnd(f"the header is cut short in {what}")
+            return struct.unpack("<" + fmt, handle.read(length))
 
-        def skip_value(kind: int) -> None:
+        def read_string(what: str, limit: int | None = None) -> str:
+            (length,) = read("Q", what)
+            if limit is not None and length > limit:
+                raise _BadHeader(f"{what} is {length} bytes long (at most {limit})")
+            if length > remaining():
+                raise _HeaderPastEnd(f"{what} claims {length} bytes but only {remaining()} are left in the file")
+            return handle.read(length).decode("utf-8")
+
+        def skip_value(kind: int, what: str, depth: int = 0) -> None:
             if kind in _GGUF_SCALARS:
-                read(_GGUF_SCALARS[kind])
+                read(_GGUF_SCALARS[kind], what)
             elif kind == 8:
-                read_string()
+                read_string(what)
             elif kind == 9:
-                (item_kind,) = read("I")
-                (count,) = read("Q")
+                if depth >= _MAX_ARRAY_NESTING:
+                    raise _BadHeader(f"{what} nests arrays {depth + 1} deep")
+                (item_kind,) = read("I", what)
+                (count,) = read("Q", what)
+                # Each item takes at least its fixed size (a string at least its 8-byte length).
+                least = struct.calcsize("<" + _GGUF_SCALARS[item_kind]) if item_kind in _GGUF_SCALARS else 8
+                if item_kind not in _GGUF_SCALARS and item_kind not in (8, 9):
+                    raise _BadHeader(f"{what} is an array of unknown value type {item_kind}")
+                if count * least > remaining():
+                    raise _HeaderPastEnd(f"{what} claims {count} items, more than the {remaining()} bytes left hold")
                 if item_kind in _GGUF_SCALARS:
-                    handle.seek(count * struct.calcsize(_GGUF_SCALARS[item_kind]), 1)
+                    handle.seek(count * least, 1)
                 else:
                     for _ in range(count):
-                        skip_value(item_kind)
+                        skip_value(item_kind, what, depth + 1)
             else:
-                raise ValueError(f"unknown GGUF value type {kind}")
+                raise _BadHeader(f"{what} has unknown value type {kind}")
 
         handle.seek(4)
-        (version,) = read("I")
-        (n_tensors,) = read("Q")
-        (n_kv,) = read("Q")
+        (version,) = read("I", "the version")
+        if version not in (2, 3):
+            raise _BadHeader(f"GGUF version {version} (LocalQwen reads versions 2 and 3)")
+        n_tensors, n_kv = read("QQ", "the counts")
+        # Smallest possible entries: a key/value is an 8-byte key length + 4-byte type + 1-byte value;
+        # a tensor record is an 8-byte name length + 4-byte n_dims + 4-byte type + 8-byte offset.
+        if n_kv * 13 + n_tensors * 24 > remaining():
+            raise _HeaderPastEnd(f"the header claims {n_kv} metadata entries and {n_tensors} tensors, "
+                                 f"more than a {size}-byte file can hold")
         alignment = 32
-        for _ in range(n_kv):
-            key = read_string()
-            (kind,) = read("I")
+        for index in range(n_kv):
+            key = read_string(f"metadata key {index}", _MAX_KEY)
+            (kind,) = read("I", f"metadata '{key}'")
             if key == "general.alignment" and kind == 4:
-                (alignment,) = read("I")
+                (alignment,) = read("I", "general.alignment")
+                if alignment == 0 or alignment & (alignment - 1):
+                    raise _BadHeader(f"general.alignment is {alignment} (must be a power of two)")
             else:
-                skip_value(kind)
+                skip_value(kind, f"metadata '{key}'")
         end = 0
-        for _ in range(n_tensors):
-            read_string()
-            (n_dims,) = read("I")
-            dims = read("Q" * n_dims)
-            (ggml_type,) = read("I")
-            (offset,) = read("Q")
+        for index in range(n_tensors):
+            name = read_string(f"the name of tensor {index}", _MAX_TENSOR_NAME)
+            (n_dims,) = read("I", f"tensor '{name}'")
+            if not 1 <= n_dims <= _MAX_DIMS:
+                raise _BadHeader(f"tensor '{name}' claims {n_dims} dimensions (ggml allows 1 to {_MAX_DIMS})")
+            dims = read("Q" * n_dims, f"tensor '{name}'")
+            ggml_type, offset = read("IQ", f"tensor '{name}'")
+            if ggml_type >= _GGML_TYPE_LIMIT:
+                raise _BadHeader(f"tensor '{name}' has unknown ggml type {ggml_type}")
+            if offset % alignment:
+                raise _BadHeader(f"tensor '{name}' starts at offset {offset}, not a multiple of {alignment}")
             elements = 1
             for dim in dims:
+                if dim == 0:
+                    raise _BadHeader(f"tensor '{name}' has a zero dimension {list(dims)}")
                 elements *= dim
             block, block_bytes = _GGML_BLOCKS.get(ggml_type, (1, 0))
-            end = max(end, offset + elements // block * block_bytes)
+            if dims[0] % block:
+                raise _BadHeader(f"tensor '{name}' has {dims[0]} columns, not a multiple of its type's "
+                                 f"block of {block}")
+            end = max(end, offset + elements // block * block_bytes)  # Python ints: no overflow to hide a lie
         data_start = handle.tell()
         data_start += (-data_start) % alignment
         return data_start + end
