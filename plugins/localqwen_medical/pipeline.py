@@ -3,8 +3,9 @@ draft with citations -> validate -> audit -> refine with the findings, at most `
 times -> still unsafe: blocked, with the findings and safe general advice).
 
 Every phase is a ``Step`` event; the evidence is a ``Table``; the verdict (pass / revised /
-blocked) and its findings are shown and returned in ``Done.result``. Every answer ends with the
-localised "not a substitute for a clinician" line. Works without a model (``llm=None``): rules
+blocked) and its findings are shown and returned in ``Done.result``. Every medical answer ends
+with the localised "not a substitute for a clinician" line; a chit-chat reply only when it
+mentions a medicine or trips a rule (a greeting needs no disclaimer, health talk always gets one). Works without a model (``llm=None``): rules
 route, the term list rewrites, the draft is extractive, the auditor runs its rule layer and the
 refine removes what the findings point at.
 """
@@ -70,7 +71,7 @@ def run_turn(inputs: TurnInputs) -> Iterator[Any]:
     result: dict[str, Any] = {"intent": found.intent, "route": found.to_dict()}
     if found.intent == "chat":
         answer = _chat_answer(inputs, question, language)
-        text = f"{answer}\n\n{grounding.line('disclaimer', language)}"
+        text = f"{answer}\n\n{grounding.line('disclaimer', language)}" if _touches_medicine(question, answer) else answer
         yield events.TextDelta(text=text)
         yield events.Done(summary="chat", result={**result, "verdict": "pass", "answer": text},
                           elapsed_s=time.perf_counter() - started)
@@ -204,6 +205,13 @@ def _chat_answer(inputs: TurnInputs, question: str, language: str) -> str:
                 "Hello! I am a medical assistant: ask me about symptoms, medicines, tests or treatments.")
     messages = [*inputs.history, {"role": "user", "content": question}]
     return grounding.strip_thinking(inputs.llm.chat(messages).text)
+
+
+def _touches_medicine(question: str, answer: str) -> bool:
+    """Does a chit-chat reply name a medicine or trip a safety rule (then it gets the disclaimer)?"""
+    from localqwen_medical.rules import drug_table, recommended, run_rules
+
+    return bool(recommended(drug_table(), answer) or run_rules(AuditCase(question, answer)))
 
 
 def _excerpt(text: str) -> str:

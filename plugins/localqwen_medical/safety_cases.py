@@ -307,6 +307,25 @@ def generate(*, per_class: int = 56, seed: int = 0, families: list[str] | None =
     return cases
 
 
+def pairs(*, per_class: int = 8, seed: int = 0, families: list[str] | None = None) -> list[tuple[AuditCase, AuditCase, str]]:
+    """``(safe, unsafe, family)``: both built from the same random draw, so they answer the same
+    question for the same patient (DPO's planted pairs; the prompt uses the safe case's evidence,
+    against which the unsafe draft is still wrong). A draw whose questions or patients differ is
+    skipped, and so is ``unsupported_claim``, whose two drafts are identical (only the evidence differs)."""
+    rng = random.Random(seed)
+    found = []
+    for family in families or list(BUILDERS):
+        for index in range(per_class):
+            lang = "en" if index % 2 == 0 else "zh"
+            state = rng.getstate()
+            unsafe = BUILDERS[family](rng, lang, True)
+            rng.setstate(state)
+            safe = BUILDERS[family](rng, lang, False)
+            if (safe.question, safe.patient) == (unsafe.question, unsafe.patient) and safe.draft != unsafe.draft:
+                found.append((safe, unsafe, family))
+    return found
+
+
 def subset(cases: list[SafetyCase], limit: int) -> list[SafetyCase]:
     """``limit`` cases taken round-robin over (class, unsafe/safe, language), so a small
     subset still covers every class with both labels."""

@@ -5,9 +5,9 @@ every draft and refinement it audited, with the question and the verdict:
 
 - ``medical-sft``: question -> the last answer that passed the audit for it.
 - ``medical-dpo``: chosen = that passing answer, rejected = each earlier draft of the same
-  question that failed it (verdict revise or block); plus, with ``planted=True``, med-audit's
-  planted unsafe variants of safe answers (``safety_cases``), one pair per rule class, when that
-  module is installed.
+  question that failed it (verdict revise or block); plus, with ``planted=True``, planted pairs
+  from ``safety_cases.pairs``: a safe answer over its unsafe variant (same question and patient),
+  up to 8 per rule class.
 
 Rows use the trainer's one format (``messages`` for SFT; ``prompt``/``chosen``/``rejected`` for DPO).
 """
@@ -22,6 +22,7 @@ from localqwen.atomic import atomic_write_text
 
 if TYPE_CHECKING:
     from localqwen.plugin_api import Extensions
+    from localqwen_medical.case import AuditCase
 
 FAILED = ("revise", "block")
 
@@ -71,32 +72,28 @@ def dpo_rows(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def planted_rows(seed: int = 0) -> list[dict[str, Any]]:
-    """Safe answer vs. its planted unsafe variant, from med-audit's generator (empty until it lands).
+def planted_rows(seed: int = 0, per_class: int = 8) -> list[dict[str, Any]]:
+    """A safe answer over its planted unsafe variant, one pair per draw and rule class
+    (``safety_cases.pairs``): same question and patient, only the draft differs. The prompt carries
+    the patient's profile and the safe case's evidence, since the safe answer depends on them."""
+    from localqwen_medical.safety_cases import pairs
 
-    Cases sharing a question are paired: a safe draft (expected "safe") against each unsafe one."""
-    try:
-        from localqwen_medical import safety_cases
-    except ImportError:
-        return []
-    generate = next((getattr(safety_cases, name) for name in ("generate_cases", "generate_safety_cases", "generate")
-                     if callable(getattr(safety_cases, name, None))), None)
-    if generate is None:
-        return []
-    cases = list(generate(seed=seed))
-    safe: dict[str, str] = {}
-    unsafe: list[tuple[str, str, str]] = []
-    for case in cases:
-        question, draft = getattr(case, "question", None), getattr(case, "draft", None)
-        expected = getattr(case, "expected", None)
-        if not question or not draft:
-            continue
-        if expected in (None, "safe"):
-            safe.setdefault(question, draft)
-        else:
-            unsafe.append((question, draft, str(expected)))
-    return [{"prompt": q, "chosen": safe[q], "rejected": d, "origin": f"planted:{rule}"}
-            for q, d, rule in unsafe if q in safe and safe[q] != d]
+    return [{"prompt": case_prompt(safe), "chosen": safe.draft, "rejected": unsafe.draft, "origin": f"planted:{family}"}
+            for safe, unsafe, family in pairs(per_class=per_class, seed=seed)]
+
+
+def case_prompt(case: AuditCase) -> str:
+    """The question as the chat's model would see it: profile facts and numbered evidence first."""
+    patient = case.patient
+    facts = [f"{name}: {', '.join(values)}" for name, values in
+             (("allergies", patient.allergies), ("medications", patient.medications), ("conditions", patient.conditions))
+             if values]
+    facts += [f"age: {patient.age:g}"] if patient.age is not None else []
+    facts += [f"sex: {patient.sex}"] if patient.sex else []
+    facts += [f"pregnant: {'yes' if patient.pregnant else 'no'}"] if patient.pregnant is not None else []
+    parts = ["Patient profile: " + "; ".join(facts)] if facts else []
+    parts += [f"[Evidence {e.id}] {e.text}" for e in case.evidence]
+    return "\n\n".join([*parts, case.question])
 
 
 def _write(out_dir: Path, rows: list[dict[str, Any]], kind: str) -> Path:

@@ -60,3 +60,29 @@ def test_clear_errors_without_runs(tmp_path):
     empty.write_text("")
     with pytest.raises(ValueError, match="no DPO rows"):
         build_data_source(extensions.data_sources, "medical-dpo", tmp_path / "b", audit_log=str(empty), planted=False)
+
+
+def test_planted_pairs_share_the_question_and_the_rules_tell_them_apart():
+    # Chosen and rejected answer the same prompt; the rule layer passes the chosen one and
+    # flags the rejected one, for every rule class the rules can judge alone.
+    import dataclasses
+
+    from localqwen_medical.rules import run_rules
+    from localqwen_medical.safety_cases import BUILDERS, pairs
+    from localqwen_medical.training_data import planted_rows
+
+    found = pairs(per_class=4, seed=1)
+    # every class gives pairs but unsupported_claim, whose drafts are the same (the evidence differs)
+    assert {family for _, _, family in found} == set(BUILDERS) - {"unsupported_claim"}
+    for safe, unsafe, _ in found:
+        assert safe.question == unsafe.question and safe.draft != unsafe.draft
+    judged = [(safe, unsafe) for safe, unsafe, family in found
+              if family in ("allergy_conflict", "drug_interaction", "prescription_dose")]
+    assert len(judged) == 12
+    for safe, unsafe in judged:
+        with_safe_evidence = dataclasses.replace(unsafe, evidence=safe.evidence)  # what the DPO prompt shows
+        assert not run_rules(safe) and run_rules(with_safe_evidence), (safe, unsafe)
+    rows = planted_rows(seed=1, per_class=4)
+    assert len(rows) == len(found)
+    allergy = next(r for r in rows if r["origin"] == "planted:allergy_conflict" and "Patient profile" in r["prompt"])
+    assert allergy["prompt"].startswith("Patient profile: allergies: ")

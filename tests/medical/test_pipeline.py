@@ -59,3 +59,13 @@ def test_a_turn_runs_through_a_real_engine(tmp_path, tiny_qwen3_path):
     audits = done.result["audits"]
     assert audits and len(audits) <= 3
     assert done.result["answer"].endswith("not a substitute for advice from a doctor or other clinician.")
+
+
+def test_chit_chat_gets_the_disclaimer_only_when_it_talks_medicine():
+    from localqwen_medical.pipeline import _touches_medicine
+
+    greeting = list(run_turn(TurnInputs("Hello, who are you?")))
+    assert greeting[-1].result["intent"] == "chat"
+    assert "not a substitute" not in greeting[-1].result["answer"]
+    assert _touches_medicine("hi", "Sure, ibuprofen helps with that.")  # a misrouted health reply keeps it
+    assert not _touches_medicine("hi", "Hello! Nice to meet you.")
