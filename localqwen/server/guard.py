@@ -1,12 +1,10 @@
 """The checks every request passes before a route sees it: the Host header, the API key, the body size.
 
-- A loopback server answers only requests addressed to a loopback name. A web page on another
-  site can make a browser send requests to 127.0.0.1 under its own domain name after re-pointing
-  its DNS (DNS rebinding); the browser then sends that domain as ``Host``, so such requests are
-  refused here (421).
-- A loopback server also refuses a request whose ``Origin`` (sent by browsers) is not a loopback
-  page (403): without it a page on any site could still make the browser POST a "simple"
-  ``text/plain`` request to 127.0.0.1 (say, an MCP tool call) even though it cannot read the answer.
+- A loopback server answers only requests addressed to a loopback name (421 otherwise: DNS
+  rebinding) and refuses a request whose ``Origin`` is not a loopback page (403: a page on any
+  site could otherwise make the browser POST a "simple" ``text/plain`` request to 127.0.0.1, say
+  an MCP tool call). Both checks live in :mod:`localqwen.vocabulary.loopback`, shared with the
+  web view's guard.
 - With an API key, every route needs ``Authorization: Bearer KEY`` (compared in constant time).
 - A body over the limit is refused from its ``Content-Length`` before it is read, and
   :func:`read_json` counts what a chunked upload really sends.
@@ -18,42 +16,20 @@ from __future__ import annotations
 import hmac
 import json
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from localqwen.server.errors import ApiError, error_body
-from localqwen.server.plan import ServePlan, is_loopback
+from localqwen.server.plan import ServePlan
+from localqwen.vocabulary.loopback import host_name, loopback_refusal, origin_host
 
 if TYPE_CHECKING:
     from starlette.requests import Request
 
 
-def host_name(header: str) -> str:
-    """``Host`` without its port (``[::1]:8765`` -> ``::1``)."""
-    header = header.strip()
-    if header.startswith("["):
-        return header[1:].partition("]")[0]
-    return header.rsplit(":", 1)[0] if header.count(":") == 1 else header
-
-
-def origin_host(origin: str) -> str:
-    """The host of an ``Origin`` header (``http://localhost:3000`` -> ``localhost``); "" for ``null`` or junk."""
-    try:
-        return urlsplit(origin.strip()).hostname or ""
-    except ValueError:
-        return ""
-
-
 def check_request(plan: ServePlan, headers: dict[str, str]) -> None:
     """Raise :class:`ApiError` when the request may not reach the routes (Host, key, declared size)."""
-    if plan.loopback:
-        host = host_name(headers.get("host", ""))
-        if not is_loopback(host):
-            raise ApiError(421, f"this server answers only requests addressed to a loopback name (localhost, "
-                                f"127.0.0.1, ::1), not {host or 'a missing Host header'!r}", code="host_not_allowed")
-        origin = headers.get("origin")
-        if origin is not None and not is_loopback(origin_host(origin)):
-            raise ApiError(403, f"requests from the web page {origin!r} are refused: this server answers pages "
-                                "served from a loopback address only", code="origin_not_allowed")
+    refusal = loopback_refusal(headers) if plan.loopback else None
+    if refusal is not None:
+        raise ApiError(refusal.status, refusal.message, code=refusal.code)
     if plan.api_key:
         scheme, _, given = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), plan.api_key.encode()):
@@ -107,4 +83,4 @@ async def read_json(request: Request, limit: int) -> dict[str, Any]:
     return value
 
 
-__all__ = ["Guard", "check_request", "error_body", "host_name", "read_json"]
+__all__ = ["Guard", "check_request", "error_body", "host_name", "origin_host", "read_json"]

@@ -8,11 +8,11 @@ anyone run code-generating models on this machine); the key comes from ``--api-k
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1"}
+from localqwen.vocabulary.loopback import LOOPBACK_NAMES, is_loopback
+
 DEFAULT_MAX_BODY = 25 * 2**20  # an image or two as data URLs fit; a runaway upload does not
 DEFAULT_MAX_WAITING = 4
 
@@ -38,15 +38,6 @@ class ServePlan:
         host = "127.0.0.1" if self.host in ("0.0.0.0", "::") else self.host
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.port}/v1"
-
-
-def is_loopback(host: str) -> bool:
-    if host.lower() in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def plan_serve(*, host: str = "127.0.0.1", port: int = 8765, listen: bool = False, api_key: str = "",
@@ -78,3 +69,6 @@ def plan_serve(*, host: str = "127.0.0.1", port: int = 8765, listen: bool = Fals
     if max_waiting < 0:
         raise ServeConfigError(f"the queue length must be 0 or more, got {max_waiting}")
     return ServePlan(host=host, port=port, api_key=api_key, max_body=max_body, max_waiting=max_waiting)
+
+
+__all__ = ["LOOPBACK_NAMES", "ServeConfigError", "ServePlan", "is_loopback", "plan_serve"]

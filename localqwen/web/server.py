@@ -4,18 +4,21 @@ Rules: bind 127.0.0.1 unless told otherwise; if the port is taken, use the next 
 share link unless asked; listening beyond loopback (``--listen``, another ``--host`` or
 ``--share``) requires ``--auth user:pass``. The process works from an app-owned folder and
 Gradio's temp dir is the app's cache, so nothing in the user's home can be served; only the
-outputs and uploads folders are allowed.
+outputs and uploads folders are allowed. Every request first passes :mod:`localqwen.web.guard`
+(Host and Origin checks against DNS rebinding and cross-site requests, no CORS, a limit on failed
+logins).
 """
 
 from __future__ import annotations
 
-import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from localqwen.app import Workbench
+from localqwen.vocabulary.loopback import is_loopback
 
 if TYPE_CHECKING:
     from localqwen.web.app import WebApp
@@ -36,7 +39,12 @@ class LaunchPlan:
     port: int
     share: bool
     auth: tuple[str, str] | None
-    max_upload: str
+    max_upload: int  # bytes
+
+    @property
+    def loopback_only(self) -> bool:
+        """Bound to loopback with no share link: only requests addressed to this machine are answered."""
+        return is_loopback(self.host) and not self.share
 
     @property
     def url(self) -> str:
@@ -46,13 +54,17 @@ class LaunchPlan:
         return f"http://{shown}:{self.port}/"
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?\s*$", re.IGNORECASE)
+_UNITS = {"b": 1, "kb": 2**10, "mb": 2**20, "gb": 2**30}
+
+
+def parse_size(text: str) -> int:
+    """``50mb`` / ``500kb`` / ``1gb`` / ``1048576`` -> bytes; :class:`WebConfigError` for anything else."""
+    match = _SIZE.match(str(text))
+    size = int(float(match.group(1)) * _UNITS[(match.group(2) or "b").lower()]) if match else 0
+    if size < 1:
+        raise WebConfigError(f"--max-upload must be a size such as 50mb, 500kb or 1gb (more than 0), not {text!r}")
+    return size
 
 
 def parse_auth(text: str | None) -> tuple[str, str] | None:
@@ -94,7 +106,8 @@ def plan_launch(*, host: str = LOOPBACK, port: int = DEFAULT_PORT, listen: bool 
         raise WebConfigError(f"{what} makes LocalQwen reachable from other machines; add --auth USER:PASSWORD")
     if not 1 <= port <= 65535:
         raise WebConfigError(f"port must be between 1 and 65535, not {port}")
-    return LaunchPlan(host=host, port=choose_port(host, port), share=share, auth=credentials, max_upload=max_upload)
+    upload_bytes = parse_size(max_upload)
+    return LaunchPlan(host=host, port=choose_port(host, port), share=share, auth=credentials, max_upload=upload_bytes)
 
 
 def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = True) -> tuple[WebApp, Any]:
@@ -102,6 +115,7 @@ def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = Tr
     bench = bench or Workbench.create()
     from localqwen.web.app import WEB_CSS, build_web_app
     from localqwen.web.files import allowed_paths, gradio_temp_dir, prepare_environment
+    from localqwen.web.guard import GuardRules, LoginLimiter, guarded_gradio_app
 
     prepare_environment(bench.paths)
     # Gradio may serve files from its working directory: make that an app-owned, empty folder.
@@ -110,6 +124,8 @@ def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = Tr
     os.chdir(workdir)
     web = build_web_app(bench)
     web.blocks.queue(default_concurrency_limit=4)
+    rules = GuardRules(loopback_only=plan.loopback_only, same_origin_only=not plan.share,
+                       login_limiter=LoginLimiter() if plan.auth else None)
     result = web.blocks.launch(
         server_name=plan.host,
         server_port=plan.port,
@@ -126,6 +142,7 @@ def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = Tr
         ssr_mode=False,
         mcp_server=False,  # off: one MCP surface (`localqwen mcp`, serve's /mcp) under the API's key/Host/Origin rules
         footer_links=["settings"],
+        _app=guarded_gradio_app(rules),  # the guard must run before Gradio's own CORS layer (see web.guard)
     )
     assert gradio_temp_dir(bench.paths).exists()
     if block:
