@@ -1,4 +1,6 @@
-"""After training: evaluate on held-out rows, compare base vs. tuned, merge a LoRA, export GGUF.
+"""After training: evaluate on held-out rows, compare base vs. tuned, merge a LoRA, convert to GGUF.
+
+``merge_lora`` lives in merge.py (the GGUF export uses it too) and is re-exported here.
 
 A task metric is ``metric(predictions, references) -> {name: value}``; ``exact_match`` is the
 built-in one (the shapes proof uses it), plugins add theirs with ``extensions.add_metric`` and the
@@ -8,10 +10,6 @@ caller passes the mapping to choose from (no module-level registry).
 from __future__ import annotations
 
 import math
-import os
-import shutil
-import subprocess
-import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 from localqwen.training.collator import load_image
 from localqwen.training.data import message_images
+from localqwen.training.merge import merge_lora as merge_lora
 
 Metric = Callable[[list[str], list[str]], dict[str, float]]
 
@@ -178,65 +177,10 @@ def compare(base: tuple[Any, Any], tuned: tuple[Any, Any], rows: list[dict[str, 
 # Merge and export
 
 
-def merge_lora(base_path: str | Path, adapter_dir: str | Path, out_dir: str | Path) -> Path:
-    """Fold the adapter into the base weights and save a plain model (safetensors) + processor."""
-    from localqwen.training.methods import load_trained
-    from localqwen.training.modeling import load_model_and_processor
-
-    base, processor, _ = load_model_and_processor(base_path, precision="fp32")
-    model = load_trained(base, Path(adapter_dir))
-    if not hasattr(model, "merge_and_unload"):
-        raise RuntimeError(f"the adapter in {adapter_dir} cannot be merged (no merge_and_unload)")
-    merged = model.merge_and_unload()
-    out = Path(out_dir)
-    merged.save_pretrained(out, safe_serialization=True)
-    processor.save_pretrained(out)
-    return out
-
-
-def find_gguf_converter() -> Path | None:
-    """llama.cpp's convert_hf_to_gguf.py: $LLAMA_CPP_DIR, then a `convert_hf_to_gguf` on PATH."""
-    candidates = []
-    if os.environ.get("LLAMA_CPP_DIR"):
-        candidates.append(Path(os.environ["LLAMA_CPP_DIR"]) / "convert_hf_to_gguf.py")
-    on_path = shutil.which("convert_hf_to_gguf.py") or shutil.which("convert_hf_to_gguf")
-    if on_path:
-        candidates.append(Path(on_path))
-    return next((c for c in candidates if c.is_file()), None)
-
-
-GGUF_SUPPORTED = {"Qwen3ForCausalLM", "Qwen2ForCausalLM", "Qwen3VLForConditionalGeneration",
-                  "Qwen2_5_VLForConditionalGeneration", "Qwen3MoeForCausalLM"}
-
-
 def export_gguf(model_dir: str | Path, out_file: str | Path, *, outtype: str = "f16") -> Path:
-    """Convert a (merged) model folder to GGUF with llama.cpp's converter.
+    """Convert a whole model folder to one float GGUF file (llama.cpp's converter, made available from
+    the llama-cpp-python source distribution). The full export (adapter merge, quantizing, mmproj,
+    Ollama / LM Studio snippets) is ``localqwen.training.gguf_export.export_gguf``."""
+    from localqwen.training.gguf_export import convert_model
 
-    The converter is a script in the llama.cpp sources, not part of any pip package (the `gguf`
-    package only reads/writes the format), so it must be pointed at: set LLAMA_CPP_DIR to a
-    llama.cpp checkout (with `pip install gguf` done).
-    """
-    import json
-
-    from localqwen.runtime.model_files import check_model_folder
-
-    model_dir = Path(model_dir)
-    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    architectures = config.get("architectures") or []
-    if not any(a in GGUF_SUPPORTED for a in architectures):
-        raise RuntimeError(f"llama.cpp's converter does not support {architectures or 'this model'}; "
-                           f"supported here: {', '.join(sorted(GGUF_SUPPORTED))}")
-    check_model_folder(model_dir)  # the converter would unpickle .bin weights: safetensors only, as for every load
-    converter = find_gguf_converter()
-    if converter is None:
-        raise RuntimeError(
-            "GGUF export needs llama.cpp's convert_hf_to_gguf.py, which no pip package ships: clone llama.cpp, "
-            "`pip install gguf`, and set LLAMA_CPP_DIR to the checkout (or put convert_hf_to_gguf.py on PATH)."
-        )
-    out_file = Path(out_file)
-    command = [sys.executable, str(converter), str(model_dir), "--outfile", str(out_file), "--outtype", outtype]
-    completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    if completed.returncode != 0 or not out_file.exists():
-        tail = (completed.stderr or completed.stdout).strip().splitlines()[-5:]
-        raise RuntimeError("convert_hf_to_gguf failed: " + " | ".join(tail))
-    return out_file
+    return convert_model(model_dir, out_file, outtype=outtype)

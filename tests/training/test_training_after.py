@@ -1,4 +1,4 @@
-"""After training: held-out scoring, merging a LoRA into safetensors, GGUF export errors."""
+"""After training: held-out scoring, merging a LoRA into safetensors, GGUF conversion errors."""
 
 from __future__ import annotations
 
@@ -64,10 +64,10 @@ def test_heldout_scores_and_preferences_on_a_real_model(tiny_qwen3_path):
     assert after.preference_accuracy(model, tokenizer, [pair]) == 1.0
 
 
-def test_gguf_export_says_what_is_missing(tmp_path, tiny_qwen3_path, monkeypatch):
-    monkeypatch.delenv("LLAMA_CPP_DIR", raising=False)
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(RuntimeError, match="convert_hf_to_gguf.py.*LLAMA_CPP_DIR"):
+def test_gguf_conversion_says_what_is_wrong(tmp_path, tiny_qwen3_path, monkeypatch):
+    # LLAMA_CPP_DIR still overrides the converter unpacked from llama-cpp-python; a wrong one is named.
+    monkeypatch.setenv("LLAMA_CPP_DIR", str(tmp_path))
+    with pytest.raises(RuntimeError, match="LLAMA_CPP_DIR=.* has no convert_hf_to_gguf.py.*unset it"):
         after.export_gguf(tiny_qwen3_path, tmp_path / "x.gguf")
     other = tmp_path / "other"
     other.mkdir()
