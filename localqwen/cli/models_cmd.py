@@ -101,3 +101,82 @@ def path(
         typer.secho(f"{entry.id} is not downloaded; run `localqwen models download {entry.id}`", fg="yellow", err=True)
         raise typer.Exit(1)
     typer.echo(str(found))
+
+
+@models_app.command("export")
+def export(
+    model: str = typer.Argument(..., metavar="MODEL_OR_RUN",
+                                help="A training run folder, an adapter folder, a model folder or a downloaded catalog id."),
+    quant: list[str] = typer.Option(["Q4_K_M"], "--quant", "-q",
+                                    help="GGUF type, repeatable or comma-separated: Q4_K_M, Q5_K_M, Q8_0, F16, BF16 ..."),
+    output_dir: str = typer.Option(None, "--output-dir", "-o",
+                                   help="Where the GGUF files go (default: the app's outputs/gguf/NAME)."),
+    base: str = typer.Option(None, "--base", help="The base model of an adapter that does not name it."),
+    base_only: bool = typer.Option(False, "--base-only",
+                                   help="Export the base model alone when the adapter cannot be merged (MoE-LoRA, MoT-LoRA)."),
+    name: str = typer.Option(None, "--name", help="File-name stem (default: the run or model folder's name)."),
+    threads: int = typer.Option(0, "--threads", help="Quantizing threads (0 = all cores)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON event per line."),
+) -> None:
+    """Export to GGUF for llama.cpp, Ollama and LM Studio: merge the adapter, convert (with the
+    Qwen3-VL mmproj), quantize. Ctrl-C stops it and removes the partial files."""
+    from pathlib import Path
+
+    from localqwen.cli.event_printer import EventPrinter
+    from localqwen.paths import app_paths
+    from localqwen.training.gguf_export import ExportError, export_events, inspect_source
+    from localqwen.vocabulary import events as ev
+    from localqwen.vocabulary.cancel import Cancelled, CancelToken
+
+    printer = EventPrinter(as_json=as_json)
+    quants = [q for item in quant for q in item.split(",") if q.strip()]
+    cancel = CancelToken()
+    status, code = "failed", 1
+    try:
+        source = _local_source(model)
+        plan = inspect_source(source, base=base)
+        if plan.kind == "adapter":
+            printer(ev.Log(message=f"{plan.describe()}: " + ("merged into the base before converting" if plan.mergeable
+                                                             else f"cannot be merged ({plan.reason})")))
+        out = Path(output_dir) if output_dir else app_paths().outputs_dir / "gguf" / (name or plan.name)
+        stream = export_events(source, out, quants, base=base, name=name, base_only=base_only, threads=threads,
+                               cancel=cancel)
+        while True:
+            try:
+                printer(next(stream))
+            except StopIteration as stop:
+                result = stop.value
+                break
+        printer(ev.Done(summary=f"{len(result.files)} GGUF file(s) in {result.output_dir} ({result.seconds:.1f}s)",
+                        result=result.as_dict()))
+        status, code = "ok", 0
+    except KeyboardInterrupt:
+        cancel.cancel("interrupted (Ctrl-C)")
+        printer(ev.Done(status="cancelled", summary="interrupted (Ctrl-C); partial files removed"))
+        status, code = "cancelled", 130
+    except Cancelled as exc:
+        printer(ev.Done(status="cancelled", summary=str(exc)))
+        status, code = "cancelled", 130
+    except (ExportError, ValueError, KeyError, RuntimeError, OSError) as exc:
+        printer(ev.Done(status="failed", summary=str(exc)))
+        code = 2 if isinstance(exc, (ValueError, KeyError)) else 1
+    finally:
+        printer.close()
+    if status != "ok":
+        raise typer.Exit(code)
+
+
+def _local_source(model: str) -> str:
+    """A folder as given, or where a downloaded catalog model is (never downloads: export is local work)."""
+    from pathlib import Path
+
+    if Path(model).expanduser().exists() or model.startswith((".", "/", "~")):
+        return model
+    from localqwen.runtime import catalog
+
+    entry = catalog.get(model)  # KeyError names the choices
+    found = _manager().path(entry.id, "transformers")
+    if found is None:
+        raise ValueError(f"{entry.id} is not downloaded (export needs the safetensors model): "
+                         f"localqwen models download {entry.id}")
+    return str(found)
