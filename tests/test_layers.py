@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("plugin_api", ("localqwen/plugin_api/",)),
     ("plugins", ("plugins/",)),
     ("app", ("localqwen/app.py", "localqwen/chat_replay.py", "localqwen/conversations.py", "localqwen/runtime_info.py",
-             "localqwen/frontend_hooks.py", "localqwen/plugin_fit.py")),
+             "localqwen/frontend_hooks.py", "localqwen/plugin_fit.py", "localqwen/guided_flow.py")),
     ("frontends", ("localqwen/cli/", "localqwen/tui/", "localqwen/web/", "localqwen/server/")),
 ]
 RANK = {name: index for index, (name, _) in enumerate(LAYERS)}

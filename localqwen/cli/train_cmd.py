@@ -138,7 +138,7 @@ def _show_memory_estimate(config, printer):  # noqa: ANN001, ANN202
     from localqwen.training.estimate import estimate_for_job
 
     estimate = estimate_for_job(config)
-    printer(ev.Table(title="Memory estimate (GiB)", columns=["part", "value"], rows=estimate.as_rows()))
+    printer(ev.Table(title="Memory estimate", columns=["part", "value"], rows=estimate.as_rows()))
     if estimate.warning:
         printer(ev.Warning(message=estimate.warning))
     return estimate

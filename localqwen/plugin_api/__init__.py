@@ -4,6 +4,7 @@ from localqwen.plugin_api.chat import ChatRequest, chat, chat_panel
 from localqwen.plugin_api.context import Context
 from localqwen.plugin_api.extensions import Extensions
 from localqwen.plugin_api.forms import FieldSpec, Form, FormError, Widget, field, form_fields, parse_form
+from localqwen.plugin_api.guide import Choice, FlowStep, GuidedFlow, StepView
 from localqwen.plugin_api.host import PluginFailure, PluginHost, PluginInfo, PluginLoadError
 from localqwen.plugin_api.plugin import Action, Plugin, Requirements, action
 from localqwen.plugin_api.runner import run_action, run_chat
@@ -15,17 +16,21 @@ __all__ = [
     "CancelToken",
     "ChatRequest",
     "Cancelled",
+    "Choice",
     "Context",
     "Extensions",
     "FieldSpec",
+    "FlowStep",
     "Form",
     "FormError",
+    "GuidedFlow",
     "Plugin",
     "PluginFailure",
     "PluginHost",
     "PluginInfo",
     "PluginLoadError",
     "Requirements",
+    "StepView",
     "Widget",
     "action",
     "chat",

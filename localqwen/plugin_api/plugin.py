@@ -21,6 +21,7 @@ from localqwen.plugin_api.forms import Form
 
 if TYPE_CHECKING:
     from localqwen.plugin_api.extensions import Extensions
+    from localqwen.plugin_api.guide import GuidedFlow
 
 ActionFunc = Callable[[Any, Any, Context], Iterator[Any]]
 
@@ -96,6 +97,11 @@ class Plugin:
             for name, attr in vars(klass).items():
                 if getattr(attr, "__localqwen_chat_panel__", False):
                     return getattr(self, name)  # type: ignore[no-any-return]
+        return None
+
+    def guided_flow(self) -> GuidedFlow | None:
+        """The plugin's wizard over its own actions (see guide.py), or None; the TUI and web view
+        show it as a step-by-step flow. The default has none."""
         return None
 
     @property

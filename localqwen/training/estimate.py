@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,16 @@ class MemoryEstimate:
     warning: str = ""
 
     def as_rows(self) -> list[list[Any]]:
-        return [[k, round(v, 3) if isinstance(v, float) else v] for k, v in asdict(self).items()]
+        """The estimate as a two-column table, each value with its unit (a parameter count is not GiB)."""
+        def gib(value: float | None) -> str:
+            return "unknown" if value is None else f"{value:.3f} GiB"
+
+        fits = {True: "yes", False: "no", None: "unknown"}[self.fits]
+        return [["weights", gib(self.weights_gb)], ["gradients", gib(self.gradients_gb)],
+                ["optimizer states", gib(self.optimizer_gb)], ["activations", gib(self.activations_gb)],
+                ["logits", gib(self.logits_gb)], ["overhead", gib(self.overhead_gb)], ["total", gib(self.total_gb)],
+                ["available", gib(self.available_gb)], ["fits", fits],
+                ["trainable parameters", f"{self.trainable_params:,}"]]
 
 
 def model_shape(model_path_or_config: Any) -> ModelShape:

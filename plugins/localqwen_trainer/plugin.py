@@ -1,8 +1,9 @@
 """The Trainer wizard: base model -> data -> method -> hyperparameters -> run -> evaluate/export.
 
-Each step is an action over a saved wizard state (see wizard.py), so the CLI, TUI and web view
-all drive it with their generic forms; any step can be run again to go back. The hyperparameters
-step writes the job config, which `localqwen train CONFIG` can rerun without the wizard.
+Each step is an action over a saved wizard state (state.py), so the CLI runs the steps one by one;
+the TUI and web view walk through them as one guided flow (wizard.py, ``guided_flow()``). Any step
+can be run again to go back. The hyperparameters step writes the job config, which
+`localqwen train CONFIG` can rerun without the wizard.
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from localqwen.plugin_api import Context, Form, Plugin, Requirements, action, field
+from localqwen.plugin_api import Context, Form, GuidedFlow, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
 from localqwen.training.methods import FULL, TRAINING_METHODS, MethodName
-from localqwen_trainer.wizard import PRESETS, STEPS, WizardState, WizardStore
+from localqwen_trainer.presets import preset_training, suggested_methods
+from localqwen_trainer.state import STEPS, WizardState
+from localqwen_trainer.wizard import NAME_FIELD, NO_CUDA, WizardStore, trainer_flow, wizard_store
 
 # A cancelled run finishes its current step and saves a checkpoint before it exits; SIGKILL only after this.
 STOP_GRACE_S = 300.0
@@ -56,7 +59,10 @@ class MethodForm(Form):
 
 class HyperparametersForm(Form):
     wizard: str = _wizard_field()
-    preset: Literal["quick", "balanced", "thorough"] = field("quick", label="Preset")
+    preset: Literal["quick", "balanced", "thorough"] = field(
+        "quick", label="Preset",
+        help="Epochs, batch and a learning rate fitted to the method and the model's size (tiny demo models need "
+             "far larger steps than a real Qwen3).")
     epochs: float | None = field(None, label="Epochs", advanced=True, help="Empty = the preset's value.")
     learning_rate: float | None = field(None, label="Learning rate", advanced=True)
     batch_size: int | None = field(None, label="Batch size", ge=1, advanced=True)
@@ -104,13 +110,26 @@ class Trainer(Plugin):
     # in bf16 (training/estimate.py); on a CPU in fp32 ~3.9 GB at 512 tokens. Bigger models need more.
     requirements = Requirements(task="training", min_memory_gb=4.0)
 
+    def guided_flow(self) -> GuidedFlow:
+        return trainer_flow()
+
     # -- helpers -------------------------------------------------------------------------------
 
     def _store(self, ctx: Context) -> WizardStore:
-        return WizardStore(ctx.data_dir / "wizards")
+        return wizard_store(ctx)
 
-    def _finish(self, ctx: Context, state: WizardState, step: str) -> Any:
-        state.mark(step)
+    def _finish(self, ctx: Context, state: WizardState, step: str, form: Form | None = None,
+                result: Any = None) -> Any:
+        """Save the step: its form values (a wizard view shows them again) and whether its result
+        changed (then the job config, run and evaluation built from it are undone)."""
+        changed = True
+        if form is not None:
+            values = form.model_dump(mode="json", exclude={NAME_FIELD})
+            key = f"{step}_result"
+            changed = state.forms.get(step) != values or state.forms.get(key) != result
+            state.forms[step] = values
+            state.forms[key] = result
+        state.mark(step, changed=changed)
         self._store(ctx).save(state)
         following = state.next_step
         return ev.Done(summary=f"{step} saved" + (f"; next: {following}" if following else "; wizard complete"),
@@ -132,12 +151,15 @@ class Trainer(Plugin):
         rows = [["device", device], ["free memory (GiB)", round(free, 2)], ["parameters", f"{shape.total_params:,}"],
                 ["kind", "vision (Qwen3-VL)" if vision else "text"]]
         suggestions = []
-        for method in ("full", "lora", "qlora"):
+        estimates: dict[str, float] = {}
+        for method in suggested_methods(shape.total_params):
             if method == "qlora" and device != "cuda":
+                rows.append(["qlora", NO_CUDA])
                 continue
             estimate = estimate_memory(shape, method=method, precision="bf16" if device == "cuda" else "fp32",
                                        batch_size=1, seq_len=1024, gradient_checkpointing=method != "full",
                                        available_gb=free, device=device)
+            estimates[method] = round(estimate.total_gb, 3)
             rows.append([f"{method}: estimated GiB", round(estimate.total_gb, 2)])
             if estimate.fits:
                 suggestions.append(method)
@@ -145,9 +167,10 @@ class Trainer(Plugin):
         rows.append(["suggested method", plan])
         yield ev.Table(title="Device plan", columns=["item", "value"], rows=rows)
         state = self._store(ctx).load(form.wizard)
-        state.model = {"path": str(path.resolve()), "task": "vision" if vision else "text", "suggested": plan}
+        state.model = {"path": str(path.resolve()), "task": "vision" if vision else "text", "suggested": plan,
+                       "params": shape.total_params, "estimates": estimates}
         state.output_dir = state.output_dir or str(ctx.outputs_dir / state.name)
-        yield self._finish(ctx, state, "model")
+        yield self._finish(ctx, state, "model", form, result=state.model["path"])
 
     @action(form=DataForm, title="2. Data", description="Pick a data file or a built-in generator; validate and preview.")
     def data(self, form: DataForm, ctx: Context):
@@ -200,7 +223,7 @@ class Trainer(Plugin):
         data["rows"] = report.total
         data["valid_rows"] = len(report.valid)
         state.data = data
-        yield self._finish(ctx, state, "data")
+        yield self._finish(ctx, state, "data", form, result=data)
 
     @action(form=MethodForm, title="3. Method", description="Full fine-tuning or an adapter; SFT or DPO.")
     def method(self, form: MethodForm, ctx: Context):
@@ -211,17 +234,14 @@ class Trainer(Plugin):
             from localqwen.adapters import get_method
 
             adapter = get_method(form.method)
-            if adapter.needs_4bit:
-                import torch
-
-                if not torch.cuda.is_available():
-                    yield ev.Warning(message=f"{form.method} needs a CUDA GPU (bitsandbytes 4-bit); this machine has none")
+            if adapter.needs_4bit and not ctx.device.host.cuda:
+                raise ValueError(f"{form.method} {NO_CUDA}: pick lora (the same adapter on an unquantized model)")
             # The rank settings the method takes (IA3 has no rank).
             rank = {"r": form.rank, "alpha": form.alpha, "dropout": form.dropout}
             options = {key: value for key, value in rank.items() if key in adapter.options}
         state.method = {"name": form.method, "objective": form.objective, "options": options}
         yield ev.Log(message=f"{form.method} with {form.objective.upper()}")
-        yield self._finish(ctx, state, "method")
+        yield self._finish(ctx, state, "method", form, result=state.method)
 
     @action(form=HyperparametersForm, title="4. Hyperparameters", description="A preset (or your values) and the estimate.")
     def hyperparameters(self, form: HyperparametersForm, ctx: Context):
@@ -230,7 +250,7 @@ class Trainer(Plugin):
 
         state = self._store(ctx).load(form.wizard)
         state.require("model", "data", "method")
-        training = dict(PRESETS[form.preset])
+        training = preset_training(form.preset, method=state.method["name"], params=state.model.get("params"))
         for key in ("epochs", "learning_rate", "batch_size", "gradient_accumulation", "max_length"):
             value = getattr(form, key)
             if value is not None:
@@ -240,7 +260,7 @@ class Trainer(Plugin):
         state.training = training
         config = parse_job_config(state.job_config_dict())
         estimate = estimate_for_job(config)
-        yield ev.Table(title="Memory estimate (GiB)", columns=["part", "value"], rows=estimate.as_rows())
+        yield ev.Table(title="Memory estimate", columns=["part", "value"], rows=estimate.as_rows())
         if estimate.warning:
             yield ev.Warning(message=estimate.warning)
         if form.measure_time:
@@ -252,7 +272,7 @@ class Trainer(Plugin):
         path = save_job_config(config, Path(state.output_dir or ctx.outputs_dir / state.name) / "job.toml")
         state.config_path = str(path)
         yield ev.FileWritten(path=str(path), description=f"job config: rerun with `localqwen train {path}`")
-        yield self._finish(ctx, state, "hyperparameters")
+        yield self._finish(ctx, state, "hyperparameters", form, result=training)
 
     @action(form=RunForm, title="5. Run", description="Train, with a live loss chart, progress and ETA.")
     def run(self, form: RunForm, ctx: Context):
@@ -281,7 +301,7 @@ class Trainer(Plugin):
             yield done
             return
         state.training["final"] = done.result.get("final")
-        finish = self._finish(ctx, state, "run")
+        finish = self._finish(ctx, state, "run", form, result=done.result)
         finish.result.update(done.result)
         finish.summary = done.summary + "; next: evaluate"
         yield finish

@@ -1,91 +1,154 @@
-"""The trainer wizard's saved state: one JSON file per wizard, updated by each step's action.
+"""The trainer's guided flow: which actions make the wizard, and what each step offers.
 
-Frontends render forms generically, so the wizard is a sequence of actions (model -> data ->
-method -> hyperparameters -> run -> evaluate) over this state. Going back means running an
-earlier step again (or the ``back`` action): later steps keep their values but are marked
-not done, and the job config is rebuilt from whatever the state holds.
+The TUI and web view render it generically (plugin_api/guide.py): step k of n, Next/Back, the
+setup's name asked once, each step's form prefilled with the values it last ran with, and lists
+to choose from: models on disk and in the catalog, data sources, the methods this machine can run
+(the others greyed out with the reason), presets. Before Run the memory estimate of the saved job.
+The CLI runs the same actions one by one (`localqwen run trainer model ...`).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from localqwen.atomic import atomic_write_text
+from localqwen.plugin_api import Choice, Context, FlowStep, GuidedFlow, StepView
+from localqwen.plugin_api import events as ev
+from localqwen_trainer.presets import PRESET_HELP, PRESETS, preset_training
+from localqwen_trainer.state import STEPS, WizardState, WizardStore
 
-STEPS = ("model", "data", "method", "hyperparameters", "run", "evaluate")
+__all__ = ["STEPS", "WizardState", "WizardStore", "trainer_flow"]
 
-PRESETS: dict[str, dict[str, Any]] = {
-    # A quick look, a sensible default, and a longer run.
-    "quick": {"epochs": 1.0, "learning_rate": 2e-4, "batch_size": 4, "gradient_accumulation": 1, "max_length": 1024},
-    "balanced": {"epochs": 3.0, "learning_rate": 1e-4, "batch_size": 2, "gradient_accumulation": 4, "max_length": 2048},
-    "thorough": {"epochs": 5.0, "learning_rate": 5e-5, "batch_size": 1, "gradient_accumulation": 8, "max_length": 4096},
-}
-
-
-@dataclass
-class WizardState:
-    name: str
-    model: dict[str, Any] = field(default_factory=dict)
-    data: dict[str, Any] = field(default_factory=dict)
-    method: dict[str, Any] = field(default_factory=dict)
-    training: dict[str, Any] = field(default_factory=dict)
-    done: list[str] = field(default_factory=list)
-    config_path: str | None = None
-    output_dir: str | None = None
-
-    @property
-    def next_step(self) -> str | None:
-        return next((s for s in STEPS if s not in self.done), None)
-
-    def mark(self, step: str) -> None:
-        """Finish ``step``; the steps after it must be reviewed again."""
-        index = STEPS.index(step)
-        self.done = [s for s in STEPS[:index] if s in self.done] + [step]
-
-    def require(self, *steps: str) -> None:
-        missing = [s for s in steps if s not in self.done]
-        if missing:
-            raise ValueError(f"wizard '{self.name}': do the step(s) {', '.join(missing)} first")
-
-    def job_config_dict(self) -> dict[str, Any]:
-        self.require("model", "data", "method")
-        data = {k: v for k, v in self.data.items() if k in ("train", "eval", "source", "eval_fraction")}
-        return {
-            "name": self.name,
-            "output_dir": self.output_dir,
-            "model": {k: v for k, v in self.model.items() if k in ("path", "task")},
-            "data": data,
-            "method": {"name": self.method["name"], "options": self.method.get("options", {})},
-            "training": {"objective": self.method.get("objective", "sft"), **self.training},
-        }
-
-    def rows(self) -> list[list[Any]]:
-        """A table of the state for the status view."""
-        out = []
-        for step in STEPS:
-            values = {"model": self.model, "data": self.data, "method": self.method,
-                      "hyperparameters": self.training}.get(step, {})
-            detail = ", ".join(f"{k}={v}" for k, v in values.items() if k != "preview")
-            out.append([step, "done" if step in self.done else "", detail[:120]])
-        return out
+NAME_FIELD = "wizard"
+FLOW_STEPS = (
+    FlowStep("model", "Base model", "model", lists=("model",)),
+    FlowStep("data", "Data", "data", lists=("source",)),
+    FlowStep("method", "Method", "method", lists=("method",)),
+    FlowStep("hyperparameters", "Hyperparameters", "hyperparameters", lists=("preset",)),
+    FlowStep("run", "Run", "run", run_label="Start training"),
+    FlowStep("evaluate", "Evaluate and export", "evaluate"),
+)
+NO_CUDA = "needs a CUDA GPU (bitsandbytes 4-bit); this machine has none"
 
 
-class WizardStore:
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+def wizard_store(ctx: Context) -> WizardStore:
+    return WizardStore(ctx.data_dir / "wizards")
 
-    def path(self, name: str) -> Path:
-        safe = "".join(c for c in name if c.isalnum() or c in "-_") or "default"
-        return self.folder / f"{safe}.json"
 
-    def load(self, name: str) -> WizardState:
-        path = self.path(name)
-        if not path.exists():
-            return WizardState(name=name)
-        return WizardState(**json.loads(path.read_text(encoding="utf-8")))
+def trainer_flow() -> GuidedFlow:
+    return GuidedFlow(title="Training wizard", steps=FLOW_STEPS, name_field=NAME_FIELD, view=step_view,
+                      done=lambda name, ctx: list(wizard_store(ctx).load(name).done))
 
-    def save(self, state: WizardState) -> None:
-        atomic_write_text(self.path(state.name), json.dumps(asdict(state), indent=2, ensure_ascii=False))
+
+def step_view(step: str, name: str, ctx: Context) -> StepView:
+    state = wizard_store(ctx).load(name)
+    values = dict(state.forms.get(step, {}))
+    view = StepView(values=values, done=list(state.done))
+    if step == "model":
+        view.choices["model"] = model_choices(ctx, state)
+    elif step == "data":
+        view.choices["source"] = [Choice(s.name, f"{s.name}: {s.title}") for _, s in sorted(ctx.extensions.data_sources.items())]
+    elif step == "method":
+        view.choices["method"] = method_choices(ctx, state)
+        values.setdefault("method", _suggested(state, view.choices["method"]))
+    elif step == "hyperparameters":
+        view.choices["preset"] = preset_choices(state)
+    elif step == "run":
+        view.intro = run_intro(state)
+    elif step == "evaluate" and state.training.get("final"):
+        view.intro = [ev.Log(message=f"trained model: {state.training['final']}")]
+    return view
+
+
+# -- lists --------------------------------------------------------------------------------------
+
+def model_choices(ctx: Context, state: WizardState) -> list[Choice]:
+    """This setup's model, models other setups used, trained models in the outputs, and the
+    catalog's chat models (those not downloaded greyed out, with the command that fetches them)."""
+    choices: dict[str, Choice] = {}
+
+    def add(value: str, label: str, unavailable: str = "") -> None:
+        choices.setdefault(value, Choice(value, label, unavailable))
+
+    if state.model.get("path"):
+        add(state.model["path"], f"{Path(state.model['path']).name} (this setup's model)")
+    store = wizard_store(ctx)
+    for other in store.names():
+        path = store.load(other).model.get("path")
+        if path and Path(path, "config.json").exists():
+            add(path, f"{Path(path).name} (used by setup '{other}')")
+    outputs = ctx.outputs_dir
+    for config in sorted(outputs.glob("*/*/config.json")) if outputs.is_dir() else []:
+        add(str(config.parent), f"{config.parent.parent.name}/{config.parent.name} (trained here)")
+    try:
+        catalog = ctx.models.list_models()
+    except Exception as exc:  # the catalog is a convenience: the path field still works without it
+        catalog = []
+        add("", f"catalog unavailable: {type(exc).__name__}", unavailable=str(exc))
+    for row in catalog:
+        if row.get("kind", "chat") != "chat":
+            continue
+        label = f"{row['title']} ({row['params_b']:g}B)"
+        if row.get("path"):
+            add(row["path"], f"{label}, downloaded")
+        elif row.get("gguf_paths"):
+            add(row["id"], label, unavailable=f"only GGUF files here: training needs the safetensors model "
+                                               f"(localqwen models download {row['id']})")
+        else:
+            add(row["id"], label, unavailable=f"not downloaded: localqwen models download {row['id']}")
+    return list(choices.values())
+
+
+def method_choices(ctx: Context, state: WizardState) -> list[Choice]:
+    """Every training method; those this machine cannot run are greyed out with the reason."""
+    from localqwen.adapters import get_method
+    from localqwen.training.methods import FULL, TRAINING_METHODS
+
+    host = ctx.device.host
+    estimates = state.model.get("estimates", {})
+    out = []
+    for name in TRAINING_METHODS:
+        unavailable = ""
+        if name != FULL and get_method(name).needs_4bit:
+            if not host.cuda:
+                unavailable = NO_CUDA
+            elif not host.bitsandbytes:
+                unavailable = "needs bitsandbytes (pip install bitsandbytes)"
+        gb = estimates.get(name)
+        label = name + (f" (about {gb:.2f} GiB)" if gb is not None else "")
+        out.append(Choice(name, label, unavailable))
+    return out
+
+
+def _suggested(state: WizardState, methods: list[Choice]) -> str:
+    suggested = str(state.model.get("suggested", ""))
+    available = [str(c.value) for c in methods if c.available]
+    return suggested if suggested in available else (available[0] if available else "lora")
+
+
+def preset_choices(state: WizardState) -> list[Choice]:
+    method = state.method.get("name", "lora")
+    params = state.model.get("params")
+    out = []
+    for preset in PRESETS:
+        rate = preset_training(preset, method=method, params=params)["learning_rate"]
+        out.append(Choice(preset, f"{preset}: {PRESET_HELP[preset]}, learning rate {rate:g} for {method}"))
+    return out
+
+
+def run_intro(state: WizardState) -> list[Any]:
+    """The memory estimate of the saved job, so it is seen before Run."""
+    if "hyperparameters" not in state.done or not state.config_path:
+        return [ev.Warning(message="do the Hyperparameters step first: it writes the job this step runs")]
+    from localqwen.training.config import load_job_config
+    from localqwen.training.estimate import estimate_for_job
+
+    config = load_job_config(state.config_path)
+    estimate = estimate_for_job(config)
+    intro: list[Any] = [ev.Table(title="Memory estimate", columns=["part", "value"], rows=estimate.as_rows())]
+    if estimate.warning:
+        intro.append(ev.Warning(message=estimate.warning))
+    intro.append(ev.Log(message=f"job: {config.method.name}, {config.training.epochs:g} epoch(s), learning rate "
+                                f"{config.training.learning_rate:g}, batch {config.training.batch_size}; "
+                                f"config {state.config_path}"))
+    return intro

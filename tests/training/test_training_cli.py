@@ -31,8 +31,9 @@ def test_estimate_only_prints_memory_and_time_without_training(tmp_path, tiny_qw
     # The test runner mixes library stderr (progress bars) into stdout; a terminal keeps them apart.
     events = [json.loads(line[line.index('{"kind"'):]) for line in result.output.splitlines() if '{"kind"' in line]
     tables = {e["title"]: e for e in events if e["kind"] == "table"}
-    memory = dict(tuple(row) for row in tables["Memory estimate (GiB)"]["rows"])
-    assert memory["fits"] is True and memory["total_gb"] > 0
+    memory = dict(tuple(row) for row in tables["Memory estimate"]["rows"])
+    assert memory["fits"] == "yes" and float(memory["total"].removesuffix(" GiB")) > 0
+    assert "GiB" not in memory["trainable parameters"]  # a count, not a size
     timing = dict(tuple(row) for row in tables["Time estimate"]["rows"])
     assert timing["total steps"] == 4 and timing["seconds per step"] > 0
     assert events[-1]["kind"] == "done" and events[-1]["status"] == "ok"

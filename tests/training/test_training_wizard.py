@@ -48,7 +48,7 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     _run(bench, "method", method="lora", rank=4)
     events, done = _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=4, max_length=64)
     assert done.status == "ok", done.summary
-    assert any(isinstance(e, ev.Table) and e.title == "Memory estimate (GiB)" for e in events)
+    assert any(isinstance(e, ev.Table) and e.title == "Memory estimate" for e in events)
     written = next(e for e in events if isinstance(e, ev.FileWritten))
     config = load_job_config(written.path)  # what `localqwen train CONFIG` reruns
     assert config.method.name == "lora" and config.training.max_steps == 4 and config.data.eval_fraction == 0.2

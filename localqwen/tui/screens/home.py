@@ -126,6 +126,9 @@ class HomeScreen(BaseScreen):
                 with Horizontal(classes="plugin-actions"):
                     if plugin.chats:
                         yield Button(t("chat.open"), id=f"chat-{plugin.id}", classes="chat-button", variant="success")
+                    if plugin.guided_flow() is not None:
+                        yield Button(t("wizard.open"), id=f"wizard-{plugin.id}", classes="wizard-button",
+                                     variant="primary")
                     for item in plugin.actions():
                         yield Button(item.title, id=f"action-{plugin.id}-{item.id}", classes="action-button",
                                      tooltip=item.description or None)
@@ -152,6 +155,13 @@ class HomeScreen(BaseScreen):
                 if event.button.id == f"action-{plugin.id}-{item.id}":
                     self.app.open_action(plugin, item.id)  # type: ignore[attr-defined]
                     return
+
+    @on(Button.Pressed, ".wizard-button")
+    def _open_wizard(self, event: Button.Pressed) -> None:
+        from localqwen.tui.screens.wizard import open_wizard
+
+        plugin = self.app.bench.host.get((event.button.id or "").removeprefix("wizard-"))  # type: ignore[attr-defined]
+        self.app.push_screen(open_wizard(self.app, plugin))
 
     @on(Button.Pressed, ".chat-button")
     def _open_chat(self, event: Button.Pressed) -> None:
