@@ -21,6 +21,7 @@ class EventPrinter:
         self._bars: dict[str, Any] = {}
         self._text_open = False
         self._text_step: str | None = None
+        self._images: list[ev.Image] = []
 
     def __call__(self, event: Any) -> None:
         if self.as_json:
@@ -48,7 +49,7 @@ class EventPrinter:
                 table.add_row(*(str(cell) for cell in row))
             self.out.print(table)
         elif isinstance(event, ev.Image):
-            self.out.print(f"[magenta]image[/] {event.path}" + (f"  {event.caption}" if event.caption else ""))
+            self._images.append(event)  # a terminal cannot show them: one line for all, at the end
         elif isinstance(event, ev.FileWritten):
             self.out.print(f"[green]wrote[/] {event.path}" + (f"  ({event.description})" if event.description else ""))
         elif isinstance(event, ev.Metric):
@@ -65,9 +66,22 @@ class EventPrinter:
             self.err.print(f"[red]error{where}:[/] {event.message}")
         elif isinstance(event, ev.Done):
             self.close()
+            self._print_images()
             colour = {"ok": "green", "failed": "red", "cancelled": "yellow"}[event.status]
             timing = f" in {event.elapsed_s:.1f}s" if event.elapsed_s is not None else ""
             self.err.print(f"[{colour}]{event.status}[/]{timing}" + (f": {event.summary}" if event.summary else ""))
+
+    def _print_images(self) -> None:
+        """The run's images as one line: where they are (a gallery is for the TUI and the web view)."""
+        from pathlib import Path
+
+        images, self._images = self._images, []
+        if len(images) == 1:
+            self.out.print(f"[magenta]image:[/] {images[0].path}")
+        elif images:
+            folders = {str(Path(image.path).parent) for image in images}
+            where = folders.pop() if len(folders) == 1 else f"{len(folders)} folders, first {images[0].path}"
+            self.out.print(f"[magenta]{len(images)} images:[/] {where}")
 
     def _show_progress(self, event: ev.Progress) -> None:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

@@ -30,7 +30,10 @@ def form_command(form_cls: type[Form], name: str, help_text: str) -> click.Comma
         if spec.required:
             help_line += " [required]"
         if spec.value_type is bool and not spec.multiple:
-            params.append(click.Option([f"--{flag}/--no-{flag}", spec.name], default=None, help=help_line))
+            # default=None keeps "not given" apart from "given": the form applies its own default.
+            default_flag = "" if spec.required else (f"--{flag}" if spec.default else f"--no-{flag}")
+            shown = help_line + (f" (default: {default_flag})" if default_flag else "")
+            params.append(click.Option([f"--{flag}/--no-{flag}", spec.name], default=None, help=shown))
             continue
         params.append(
             click.Option(

@@ -37,9 +37,9 @@ def run(
 
     args = list(ctx.args)
     # `run PLUGIN --help` lands in ACTION (options are passed through unparsed), so look there too.
-    wants_help = bool({"--help", "-h"} & {*args, action_id})
-    if plugin_id is None:
-        typer.echo(ctx.get_help())
+    wants_help = bool({"--help", "-h"} & {*args, action_id, plugin_id})
+    if plugin_id is None or plugin_id in ("--help", "-h"):  # unknown options pass through, --help too
+        _print_help(ctx)
         raise typer.Exit(0 if wants_help else 2)
     bench = workbench()
     try:
@@ -60,6 +60,21 @@ def run(
         typer.secho(f"error: {exc.args[0]}", fg="red", err=True)
         raise typer.Exit(2) from None
     run_with_options(bench, plugin_id, action, args, as_json, f"localqwen run {plugin_id} {action_id}")
+
+
+def _print_help(ctx: typer.Context) -> None:
+    """The command's usage, then the installed plugins (read from their metadata, none imported)."""
+    typer.echo(ctx.get_help())
+    try:
+        from localqwen.plugin_api import PluginHost
+
+        names = [info.name for info in PluginHost().available()]
+    except Exception as exc:  # a broken plugin setup must not hide the help text
+        typer.echo(f"\n(plugins could not be listed: {exc})")
+        return
+    if names:
+        typer.echo(f"\nPlugins: {', '.join(names)}\n`localqwen run PLUGIN` lists its actions; "
+                   "`localqwen run PLUGIN ACTION --help` their options.")
 
 
 def run_with_options(bench: Workbench, plugin_id: str, action: Action, args: list[str], as_json: bool,

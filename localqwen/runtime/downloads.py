@@ -25,7 +25,11 @@ class DownloadError(RuntimeError):
 
 
 class NotCachedOfflineError(DownloadError):
-    pass
+    """Not in the cache, and downloading is switched off (LocalQwen's offline mode or the hub's own)."""
+
+
+class NetworkError(DownloadError):
+    """The hub could not be reached and the files are not cached."""
 
 
 class _ByteCounter:
@@ -93,8 +97,10 @@ def _modelscope_callback(counter: _ByteCounter) -> type:
 
 def download_repo(repo: str, *, hub: str = "huggingface", allow_patterns: list[str] | None = None,
                   offline: bool = False, progress: ProgressFn | None = None,
-                  cancel: CancelToken | None = None, revision: str | None = None) -> Path:
-    """Download (or, offline, find in the cache) ``repo`` and return its local folder."""
+                  cancel: CancelToken | None = None, revision: str | None = None, model_id: str = "") -> Path:
+    """Download (or, offline, find in the cache) ``repo`` and return its local folder.
+
+    ``model_id`` is the name the user knows it by (a catalog id), used in the advice of errors."""
     if hub not in HUBS:
         raise DownloadError(f"unknown hub {hub!r}; choose one of {', '.join(HUBS)}")
     counter = _ByteCounter(progress, cancel, repo)
@@ -107,7 +113,7 @@ def download_repo(repo: str, *, hub: str = "huggingface", allow_patterns: list[s
     except Exception as exc:
         if type(exc).__name__ == "Cancelled":
             raise
-        raise _explain(exc, repo, hub, offline) from exc
+        raise _explain(exc, repo, hub, offline, model_id) from exc
 
 
 def _from_huggingface(repo: str, patterns: list[str] | None, offline: bool, counter: _ByteCounter,
@@ -134,13 +140,33 @@ def _from_modelscope(repo: str, patterns: list[str] | None, offline: bool, count
     return Path(snapshot_download(repo, **kwargs))
 
 
-def _explain(exc: Exception, repo: str, hub: str, offline: bool) -> DownloadError:
+def _explain(exc: Exception, repo: str, hub: str, offline: bool, model_id: str = "") -> DownloadError:
+    """Turn a hub library's exception into what actually failed and what to do about it.
+
+    Three different causes look alike in the hub libraries (all "not found in the local cache"):
+    our own offline mode, the hub's offline switch in the environment, and a network that does
+    not answer; each gets its own message."""
     name = type(exc).__name__
     text = str(exc)
-    if offline or name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "offline" in text.lower():
+    command = f"`localqwen models download {model_id or repo}`"
+    if offline:
         return NotCachedOfflineError(
-            f"{repo} is not in the {hub} cache and offline mode is on; connect and run "
-            f"`localqwen models download {repo}`, or set runtime.offline = false"
+            f"{repo} is not in the {hub} cache and LocalQwen's offline mode is on (runtime.offline = true); "
+            f"set runtime.offline = false and run {command}, or use a model that is on disk"
+        )
+    env_switch = _hub_offline_env(hub)
+    if env_switch and (name in ("LocalEntryNotFoundError", "OfflineModeIsEnabled") or "offline" in text.lower()
+                       or "outgoing traffic has been disabled" in text):
+        return NotCachedOfflineError(
+            f"{repo} is not in the {hub} cache and the environment variable {env_switch} stops all "
+            f"downloads (runtime.offline is false); unset it and run {command}, or use a model that is on disk"
+        )
+    network = _network_failure(exc)
+    if network:
+        return NetworkError(
+            f"could not reach {hub} at {_endpoint(hub)} ({network}) and {repo} is not in its cache; check "
+            f"the network (or proxy), then run {command} again (it resumes); runtime.hub = "
+            f"\"{'huggingface' if hub == 'modelscope' else 'modelscope'}\" tries the other hub"
         )
     if name in ("RepositoryNotFoundError", "GatedRepoError"):
         return DownloadError(f"{hub} has no accessible repo {repo!r} ({name}); check the id or log in")
@@ -148,3 +174,47 @@ def _explain(exc: Exception, repo: str, hub: str, offline: bool) -> DownloadErro
         return DownloadError(f"the disk is full while downloading {repo}; free space and run again (it resumes)")
     return DownloadError(f"downloading {repo} from {hub} failed: {name}: {text[:300]} "
                          "(run again to resume)")
+
+
+def _hub_offline_env(hub: str) -> str:
+    """The environment variable (as ``NAME=value``) that puts the hub library itself offline, if set."""
+    import os
+
+    names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE") if hub == "huggingface" else ("MODELSCOPE_OFFLINE",)
+    for variable in names:
+        value = os.environ.get(variable, "").strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            return f"{variable}={os.environ[variable]}"
+    return ""
+
+
+# Words in exception class names and messages that mean "the network did not answer".
+_NETWORK_NAMES = ("ConnectError", "ConnectionError", "ConnectTimeout", "Timeout", "ProxyError", "NewConnectionError",
+                  "MaxRetryError", "NameResolutionError", "gaierror")
+_NETWORK_TEXT = ("connection refused", "name or service not known", "temporary failure in name resolution",
+                 "network is unreachable", "timed out", "no route to host", "failed to establish a new connection",
+                 "nodename nor servname")
+
+
+def _network_failure(exc: BaseException) -> str:
+    """A short reason when ``exc`` (or anything it was raised from) is a network failure, else ""."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        kind = type(current).__name__
+        message = str(current)
+        lowered = message.lower()
+        hit = next((word for word in _NETWORK_TEXT if word in lowered), "")
+        if hit or any(word in kind for word in _NETWORK_NAMES):
+            return f"{kind}: {hit}" if hit else kind
+        current = current.__cause__ or current.__context__
+    return ""
+
+
+def _endpoint(hub: str) -> str:
+    import os
+
+    if hub == "huggingface":
+        return os.environ.get("HF_ENDPOINT") or "https://huggingface.co"
+    return os.environ.get("MODELSCOPE_DOMAIN") or "https://www.modelscope.cn"

@@ -218,7 +218,7 @@ class ModelManager:
                 raise DownloadError(f"{entry.id} GGUF is not published on {hub}")
             patterns = [variant.pattern] + ([variant.mmproj_pattern] if variant.mmproj_pattern else [])
             folder = download_repo(repo, hub=hub, allow_patterns=patterns, offline=self.offline,
-                                   progress=progress, cancel=cancel)
+                                   progress=progress, cancel=cancel, model_id=f"{entry.id} --gguf --quant {variant.quant}")
             gguf = _match(folder, variant.pattern, exclude="mmproj*")
             if gguf is None:
                 raise DownloadError(f"{repo} has no file matching {variant.pattern}")
@@ -229,7 +229,7 @@ class ModelManager:
         repo = entry.modelscope_repo if hub == "modelscope" else entry.hf_repo
         folder = download_repo(repo, hub=hub, offline=self.offline, progress=progress, cancel=cancel,
                                allow_patterns=["*.json", "*.safetensors", "*.txt", "*.jinja", "*.model",
-                                               "*.md", "1_Pooling/*", "*.py"])
+                                               "*.md", "1_Pooling/*", "*.py"], model_id=entry.id)
         check_model_folder(folder)
         record["transformers"] = str(folder)
         self._remember(entry.id, record)

@@ -14,6 +14,9 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel
+from pydantic import Field as PydanticField
+
 from localqwen.atomic import atomic_write_text
 from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
@@ -22,6 +25,13 @@ from localqwen_captioner.images import IMAGE_EXTENSIONS, find_images
 
 Preset = Literal["short", "detailed", "coco", "tags", "chinese", "custom"]
 GALLERY_SIZE = 12  # images shown with their captions after a folder run
+
+
+class CaptionerSettings(BaseModel):
+    """``[plugins.captioner]`` in the config file (``localqwen config edit`` writes it)."""
+
+    model: str = PydanticField("", description="Vision model for captions (catalog id, folder or .gguf with its "
+                                                "mmproj beside it); empty = the default. A form's Model field overrides it.")
 
 
 def _source_field() -> Any:
@@ -122,6 +132,7 @@ class Captioner(Plugin):
     # Qwen3-VL 2B (the default) as GGUF Q4_K_M: ~1.9 GB by the device plan, plus its F16 vision
     # projector (~0.8 GB) and a batch of images.
     requirements = Requirements(task="vision", min_memory_gb=3.0)
+    config_model = CaptionerSettings
 
     def register(self, extensions: Extensions) -> None:
         """The COCO data source and caption metric for the trainer, and ``localqwen coco download|to-json``."""
@@ -156,15 +167,23 @@ class Captioner(Plugin):
                                overwrite_txt=form.overwrite_txt, resume=form.resume)
         caption_fn = _captioner(engine, prompt, form.max_new_tokens, ctx)
         summary = BatchSummary()
-        yield from caption_images(images, root, caption_fn, journal, options, ctx.cancel, summary)
         keys = {image_key(path, root) for path in images}
+        # What caption_images will skip (resume) and so not stream: the table below shows those.
+        earlier = {key for key in keys if options.resume and journal.is_done(key, options.model, options.adapter,
+                                                                            options.prompt)}
+        yield from caption_images(images, root, caption_fn, journal, options, ctx.cancel, summary)
         records = [r for r in journal.records.values() if r.image in keys]
         previews = ctx.outputs_dir / "previews" / _folder_id(source)
         for record in [r for r in records if r.status == "ok"][:GALLERY_SIZE]:
-            yield ev.Image(path=_preview(Path(record.path), record.image, previews),
-                           caption=f"{record.image}: {record.caption}")
-        yield ev.Table(title="Captions", columns=["image", "status", "caption or error"],
-                       rows=[[r.image, r.status, r.caption or r.error] for r in sorted(records, key=lambda r: r.image)])
+            # The caption was streamed as text already: the gallery names the image only.
+            yield ev.Image(path=_preview(Path(record.path), record.image, previews), caption=record.image)
+        # Captions this run streamed are not repeated; the table holds what it did not show:
+        # images captioned by an earlier run (resume) and failures, with their reason.
+        unseen = [r for r in records if r.status != "ok" or r.image in earlier]
+        if unseen:
+            yield ev.Table(title="Captions from earlier runs and failures",
+                           columns=["image", "status", "caption or error"],
+                           rows=[[r.image, r.status, r.caption or r.error] for r in sorted(unseen, key=lambda r: r.image)])
         yield ev.FileWritten(path=str(journal.csv_path), description="captions (CSV)")
         yield ev.FileWritten(path=str(journal.jsonl_path), description="captions (JSON lines)")
         result = {**summary.as_dict(), "csv": str(journal.csv_path), "jsonl": str(journal.jsonl_path),
@@ -311,7 +330,13 @@ def _preview(path: Path, key: str, folder: Path) -> str:
     """A gallery copy inside LocalQwen's outputs (the web view serves nothing else); else the original."""
     from localqwen_captioner.images import ImageLoadError, write_preview
 
-    name = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
+    stem, dot, suffix = key.rpartition(".")
+    if not dot or "/" in suffix:
+        stem, suffix = key, ""
+    # photo.jpg -> photo.jpg, photo.png -> photo_png.jpg (two images of one name stay apart)
+    if suffix.lower() not in ("", "jpg", "jpeg"):
+        stem += f"_{suffix}"
+    name = re.sub(r"[^A-Za-z0-9_.-]", "_", stem)
     try:
         return str(write_preview(path, folder / f"{name}.jpg"))
     except (ImageLoadError, OSError):
