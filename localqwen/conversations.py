@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from localqwen.i18n import t
 from localqwen.plugin_api import CancelToken, Context, Plugin
 from localqwen.plugin_api import events as ev
-from localqwen.plugin_api.chat import ImageRejected, answer_stored, attach_image
+from localqwen.plugin_api.chat import ImageRejected, answer_stored, attach_image, generation_options
 from localqwen.plugin_api.runner import run_chat
 from localqwen.storage.chat_store import ChatEntry, ChatSessionInfo, PluginChats
 
@@ -90,14 +90,16 @@ class Conversations:
 
     # -- talking -------------------------------------------------------------------------------
     def send(self, plugin_id: str, session_id: int, text: str, images: Sequence[str | Path] = (),
-             cancel: CancelToken | None = None) -> Iterator[Any]:
+             cancel: CancelToken | None = None, generation: dict[str, Any] | None = None) -> Iterator[Any]:
         """Store the user's message and stream the plugin's answer (events ending in one ``Done``).
 
-        Bad input (an empty message, a missing or oversized image, another plugin's session)
-        raises ``ValueError`` / ``KeyError`` before anything is stored."""
+        ``generation`` is the chat view's settings for this turn (max_new_tokens, temperature).
+        Bad input (an empty message, a missing or oversized image, another plugin's session, a
+        generation setting out of bounds) raises ``ValueError`` / ``KeyError`` before anything is stored."""
         plugin = self.plugin(plugin_id)
         store = self.store(plugin_id)
         store.session(session_id)
+        generation = generation_options(generation)
         text = text.strip()
         if not text and not images:
             raise ValueError(t("chat.empty_message"))
@@ -108,19 +110,23 @@ class Conversations:
             if text:
                 content.append({"type": "text", "text": text})
         store.append(session_id, {"role": "user", "content": content})
-        return self._answer(plugin, store, session_id, cancel or CancelToken())
+        return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
 
-    def regenerate(self, plugin_id: str, session_id: int, cancel: CancelToken | None = None) -> Iterator[Any]:
+    def regenerate(self, plugin_id: str, session_id: int, cancel: CancelToken | None = None,
+                   generation: dict[str, Any] | None = None) -> Iterator[Any]:
         """Drop everything after the last user message and answer it again."""
         plugin = self.plugin(plugin_id)
         store = self.store(plugin_id)
+        generation = generation_options(generation)
         messages = store.messages(session_id)
         last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
         if last_user is None:
             raise ValueError(t("chat.nothing_to_regenerate"))
         store.truncate(session_id, last_user + 1)
-        return self._answer(plugin, store, session_id, cancel or CancelToken())
+        return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
 
-    def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken) -> Iterator[Any]:
+    def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken,
+                generation: dict[str, Any] | None = None) -> Iterator[Any]:
         ctx = self.make_context(plugin.id, cancel)
-        return answer_stored(store, session_id, lambda request: run_chat(plugin, request, ctx))
+        return answer_stored(store, session_id, lambda request: run_chat(plugin, request, ctx),
+                             generation=generation)

@@ -34,6 +34,9 @@ class ChatRequest:
     message: dict[str, Any]  # the new user message (content: text, or a list of image/text parts)
     # This session's plugin-owned metadata. Change it in place; the host saves it after the turn.
     metadata: dict[str, Any] = field(default_factory=dict)
+    # What the chat view's generation settings ask for this turn (max_new_tokens, temperature),
+    # checked by generation_options; empty = the plugin's own defaults. See generation_settings.
+    generation: dict[str, Any] = field(default_factory=dict)
 
     @property
     def text(self) -> str:
@@ -47,6 +50,43 @@ class ChatRequest:
     def messages(self) -> list[dict[str, Any]]:
         """History plus the new message: what a plain model chat sends to the engine."""
         return [*self.history, self.message]
+
+    def generation_settings(self, *, max_new_tokens: int, temperature: float = 0.0, **fixed: Any) -> Any:
+        """Engine settings for this turn: the chat view's choices over the plugin's defaults
+        (``max_new_tokens``, ``temperature``); ``fixed`` (stop words, top_p...) is passed as is."""
+        from localqwen.runtime.engine.base import GenerationSettings
+
+        chosen = {"max_new_tokens": max_new_tokens, "temperature": temperature, **self.generation}
+        return GenerationSettings(**chosen, **fixed)
+
+
+# What a chat view may set per turn, with the bounds it is checked against.
+GENERATION_BOUNDS: dict[str, tuple[type, float, float]] = {
+    "max_new_tokens": (int, 1, 32768),
+    "temperature": (float, 0.0, 2.0),
+}
+
+
+def generation_options(values: dict[str, Any] | None) -> dict[str, Any]:
+    """Check a chat view's generation settings; a missing or ``None`` value means "plugin default".
+    Raises ``ValueError`` naming the setting and its bounds."""
+    checked: dict[str, Any] = {}
+    for name, value in (values or {}).items():
+        if name not in GENERATION_BOUNDS:
+            raise ValueError(f"unknown generation setting {name!r}; choose from {', '.join(GENERATION_BOUNDS)}")
+        if value is None or value == "":
+            continue
+        kind, low, high = GENERATION_BOUNDS[name]
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a number from {low:g} to {high:g}, got {value!r}") from None
+        if kind is int and not number.is_integer():
+            raise ValueError(f"{name} must be a whole number, got {value!r}")
+        if not low <= number <= high:
+            raise ValueError(f"{name} must be from {low:g} to {high:g}, got {value!r}")
+        checked[name] = int(number) if kind is int else number
+    return checked
 
 
 ChatFunc = Callable[[Any, ChatRequest, Any], Iterator[Any]]
@@ -158,7 +198,8 @@ class TurnRecord:
 
 
 def answer_stored(chats: PluginChats, session_id: int, respond: Callable[[ChatRequest], Iterator[Any]], *,
-                  metadata: dict[str, Any] | None = None) -> Iterator[Any]:
+                  metadata: dict[str, Any] | None = None, generation: dict[str, Any] | None = None
+                  ) -> Iterator[Any]:
     """Answer the session's last (user) message with ``respond(request)`` and store the answer.
 
     ``metadata`` is laid over the stored session metadata for this turn. The answer is stored
@@ -169,7 +210,7 @@ def answer_stored(chats: PluginChats, session_id: int, respond: Callable[[ChatRe
     stored = chats.metadata(session_id)
     before = {**stored, **(metadata or {})}
     request = ChatRequest(session_id=session_id, history=messages[:-1], message=messages[-1],
-                          metadata=copy.deepcopy(before))
+                          metadata=copy.deepcopy(before), generation=dict(generation or {}))
     record = TurnRecord()
     saved = False
     try:

@@ -35,6 +35,9 @@ class Context:
     # Gives the app's one Extensions object; a callable because gathering it loads every plugin,
     # which only the few actions that read it (the trainer's data and evaluate steps) should pay.
     extensions_loader: Callable[[], Extensions] | None = field(default=None, repr=False)
+    # "which model is answering" lines, one per engine this run asked for; the runner shows each
+    # as a Log event as soon as it appears and puts them in the final Done's result["answered_by"].
+    models_used: list[str] = field(default_factory=list)
 
     # -- settings and folders ---------------------------------------------------------------
     @property
@@ -74,7 +77,11 @@ class Context:
 
     def engine(self, model: str | None = None, *, adapter: str | None = None, task: str = "text") -> Engine:
         """A loaded chat engine; ``None`` means this plugin's ``model`` setting, else the default for ``task``."""
-        return self.services.engine(model or self.settings.get("model") or None, adapter=adapter, task=task)
+        engine = self.services.engine(model or self.settings.get("model") or None, adapter=adapter, task=task)
+        described = describe_engine(engine, adapter)
+        if described not in self.models_used:
+            self.models_used.append(described)
+        return engine
 
     def default_model(self, task: str = "text") -> str:
         """The app's default model for ``task`` (``[runtime]`` settings, else the catalog default)."""
@@ -105,3 +112,14 @@ class Context:
     def chats(self) -> PluginChats:
         """This plugin's chat sessions (its own namespace in the one chat store)."""
         return self.services.chats.for_plugin(self.plugin_id)
+
+
+def describe_engine(engine: Any, adapter: str | Path | None = None) -> str:
+    """``model (backend, device) + adapter NAME``: what the frontends show as "who is answering"."""
+    name = str(getattr(engine, "model_id", "") or type(engine).__name__)
+    plan = getattr(engine, "plan", None)
+    where = [str(part) for part in (getattr(engine, "backend", ""), getattr(plan, "device", "")) if part]
+    text = f"{name} ({', '.join(where)})" if where else name
+    if adapter:
+        text += f" + adapter {Path(str(adapter)).name or adapter}"
+    return text

@@ -13,6 +13,7 @@ from localqwen.plugin_api.chat import ChatRequest
 from localqwen.plugin_api.context import Context
 from localqwen.plugin_api.forms import Form, parse_form
 from localqwen.plugin_api.plugin import Action, Plugin
+from localqwen.vocabulary import events as ev
 from localqwen.vocabulary.finish import finish_once
 
 
@@ -24,7 +25,7 @@ def run_action(action: Action, values: Form | Mapping[str, Any], ctx: Context) -
     ``Error`` event plus ``Done(status="failed")``; cancellation becomes ``Done(status="cancelled")``.
     """
     form = values if isinstance(values, Form) else parse_form(action.form, values)
-    return finish_once(_lazy(lambda: action.run(form, ctx)), ctx.cancel)
+    return announce_models(finish_once(_lazy(lambda: action.run(form, ctx)), ctx.cancel), ctx)
 
 
 def run_chat(plugin: Plugin, request: ChatRequest, ctx: Context) -> Iterator[Any]:
@@ -32,7 +33,31 @@ def run_chat(plugin: Plugin, request: ChatRequest, ctx: Context) -> Iterator[Any
     responder = plugin.chat_responder()
     if responder is None:
         raise ValueError(f"plugin '{plugin.id}' offers no chat")
-    return finish_once(_lazy(lambda: responder(request, ctx)), ctx.cancel)
+    return announce_models(finish_once(_lazy(lambda: responder(request, ctx)), ctx.cancel), ctx)
+
+
+def announce_models(stream: Iterator[Any], ctx: Context) -> Iterator[Any]:
+    """Say which model (and adapter) is answering: a ``Log`` line as soon as the plugin gets an
+    engine from ``ctx.engine`` (before the first event that follows), and ``answered_by`` in the
+    final ``Done``'s result, so every frontend shows it without any plugin code."""
+    told = 0
+    try:
+        for event in stream:
+            while told < len(ctx.models_used):
+                yield ev.Log(message=f"{MODEL_LINE_PREFIX}{ctx.models_used[told]}")
+                told += 1
+            if isinstance(event, ev.Done) and ctx.models_used and "answered_by" not in event.result:
+                answered_by = ", ".join(ctx.models_used)
+                event = event.model_copy(update={"result": {**event.result, "answered_by": answered_by}})
+            yield event
+    finally:
+        close = getattr(stream, "close", None)
+        if close is not None:  # a caller that stops early stops the plugin too (its finally blocks run)
+            close()
+
+
+# A Log line that starts with this names the model answering; chat views show it in their status line.
+MODEL_LINE_PREFIX = "Model: "
 
 
 def _lazy(start: Any) -> Iterator[Any]:

@@ -18,7 +18,8 @@ from localqwen.plugin_api import events as ev
 
 class ChatSettings(BaseModel):
     model: str = Field("", description="Model for the chat (catalog id, folder or .gguf); empty = default.")
-    max_new_tokens: int = Field(1024, description="Longest answer, in tokens.")
+    max_new_tokens: int = Field(1024, ge=1, le=32768, description="Longest answer, in tokens (the chat views can change it per turn).")
+    temperature: float = Field(0.0, ge=0.0, le=2.0, description="Sampling temperature; 0 = always the likeliest token.")
 
 
 class ModelChat(Plugin):
@@ -30,7 +31,6 @@ class ModelChat(Plugin):
 
     @chat
     def respond(self, request: ChatRequest, ctx: Context) -> Iterator[Any]:
-        from localqwen.runtime.engine import GenerationSettings
         from localqwen.storage.chat_store import message_images
 
         task = "vision" if any(message_images(m) for m in request.messages) else "text"
@@ -41,7 +41,8 @@ class ModelChat(Plugin):
                                    "Pick or download one on the Models screen.")
             yield ev.Done(status="failed", summary=str(exc))
             return
-        settings = GenerationSettings(max_new_tokens=int(ctx.settings.get("max_new_tokens", 1024)))
+        settings = request.generation_settings(max_new_tokens=int(ctx.settings.get("max_new_tokens", 1024)),
+                                               temperature=float(ctx.settings.get("temperature", 0.0)))
         for delta in engine.stream(request.messages, settings=settings, cancel=ctx.cancel):
             yield ev.TextDelta(text=delta)
         result = engine.last_result
