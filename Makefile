@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 # torch/torchvision are pinned to the releases this kind of machine has on disk.
 PIP_INSTALL := $(BIN)/pip install --constraint constraints.txt
 
-.PHONY: setup run test test-fast lint bench browser clean
+.PHONY: setup run test test-fast lint bench browser clean desktop desktop-smoke
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -45,6 +45,17 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/run_all.py
+
+# The desktop app: a one-folder PyInstaller build in dist/localqwen/ (README "Desktop app").
+$(BIN)/pyinstaller: | $(STAMP)
+	$(PIP_INSTALL) 'pyinstaller>=6'
+
+desktop: setup $(BIN)/pyinstaller
+	$(BIN)/pyinstaller packaging/localqwen.spec --noconfirm --log-level WARN --distpath dist --workpath build/desktop
+
+# Runs the built app the ways a user does (fresh home, offline): CI runs it after the tests.
+desktop-smoke: desktop browser
+	$(BIN)/python packaging/smoke_test.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
