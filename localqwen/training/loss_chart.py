@@ -2,7 +2,8 @@
 
 :class:`LossChart` sits in the job's event stream: it passes every event on, keeps the loss
 values of ``Metric`` events, and every few seconds draws ``loss_live.png`` and adds an ``Image``
-event for it; :meth:`LossChart.final` draws ``loss.png`` at the end. Followers only relay these.
+event for it; :meth:`LossChart.final` draws ``loss.png`` at the end. All carry the same ``key``, so
+a view shows one chart updated in place. Followers only relay these.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from localqwen.vocabulary import events as ev
 
 CHART_EVERY_S = 5.0
+CHART_KEY = "training-loss"
 
 
 def write_loss_chart(points: list[tuple[int, float]], path: Path, title: str = "training loss") -> Path | None:
@@ -60,7 +62,7 @@ class LossChart:
             return
         self.points.append((event.step, event.values["loss"]))
         if time.monotonic() - self._last_drawn >= self.every_s:
-            self._draw(self.output_dir / "loss_live.png", f"loss at step {event.step}")
+            self._draw(self.output_dir / "loss_live.png", f"training loss up to step {event.step}")
 
     def final(self) -> Path | None:
         """Draw the whole run's ``loss.png`` and add its ``Image`` event."""
@@ -70,5 +72,6 @@ class LossChart:
         self._last_drawn = time.monotonic()
         chart = write_loss_chart(self.points, path)
         if chart is not None:
-            self.emit(ev.Image(path=str(chart), caption=caption))
+            # One key for the live and the final chart: each replaces the previous one in a view.
+            self.emit(ev.Image(path=str(chart), caption=caption, key=CHART_KEY))
         return chart

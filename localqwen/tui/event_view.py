@@ -1,5 +1,6 @@
-"""Plugin events -> live widgets: streamed Markdown, step panels, progress bars, images, tables,
-files, metric sparklines, tool calls, warnings and errors.
+"""Plugin events -> live widgets: streamed Markdown, step panels, progress bars, images (an image
+with a ``key`` replaces the previous one with that key), tables, files, one metric sparkline per
+quantity (metric_charts.py), tool calls, warnings and errors.
 
 :meth:`EventView.add_events` is called on the UI thread (the screens forward events from a job's
 worker thread with ``call_from_thread``), and renders a batch at a time so fast token streams
@@ -20,6 +21,7 @@ from localqwen.i18n import t
 from localqwen.plugin_api import events as ev
 from localqwen.tui.widgets.image_block import ImageBlock, file_link
 from localqwen.vocabulary.events import format_eta
+from localqwen.vocabulary.metric_charts import MetricCharts
 
 METRIC_POINTS = 200  # the sparkline shows the most recent points
 
@@ -64,29 +66,28 @@ class ProgressRow(Horizontal):
 
 
 class MetricChart(Vertical):
-    """One sparkline per metric series, with its latest value."""
+    """One sparkline per quantity (the losses share one: the training loss is drawn, the held-out
+    loss is named in the label), each with its latest values; counters are left out."""
 
     DEFAULT_CSS = "MetricChart { height: auto; } MetricChart Sparkline { height: 2; }"
 
     def __init__(self) -> None:
         super().__init__(classes="metric-chart")
-        self.series: dict[str, list[float]] = {}
-        self.steps: dict[str, list[int]] = {}
+        self.charts = MetricCharts()
 
     def add(self, event: ev.Metric) -> None:
-        for name, value in event.values.items():
-            points = self.series.setdefault(name, [])
-            points.append(float(value))
-            self.steps.setdefault(name, []).append(event.step)
-            safe = "".join(c if c.isalnum() else "-" for c in name)
+        for chart in self.charts.add(event):
+            series = self.charts.charts[chart]
+            # The chart's first series is drawn (for loss: the training loss, logged every step).
+            points = [value for _step, value in next(iter(series.values()))][-METRIC_POINTS:]
+            safe = "".join(c if c.isalnum() else "-" for c in chart)
             found = self.query(f"#metric-{safe}")
             if not found:
                 self.mount(Label("", id=f"metric-label-{safe}", classes="metric-label"))
-                self.mount(Sparkline(points[-METRIC_POINTS:], id=f"metric-{safe}"))
+                self.mount(Sparkline(points, id=f"metric-{safe}"))
             else:
-                found.first(Sparkline).data = list(points[-METRIC_POINTS:])
-            low, high = min(points), max(points)
-            label = f"{name}: {value:.4g}  (step {event.step}, min {low:.4g}, max {high:.4g})"
+                found.first(Sparkline).data = points
+            label = f"{self.charts.title(chart)}: {self.charts.summary(chart)}  min {min(points):.4g}, max {max(points):.4g}"
             labels = self.query(f"#metric-label-{safe}")
             if labels:
                 labels.first(Label).update(label)
@@ -112,6 +113,7 @@ class EventView(VerticalScroll):
         self._progress_box: Vertical | None = None
         self._metrics: MetricChart | None = None
         self._log: Log | None = None
+        self._images: dict[str, ImageBlock] = {}  # image key -> the block showing it
 
     def compose(self) -> ComposeResult:
         yield Vertical(id="progress-box", classes="progress-box")
@@ -127,6 +129,7 @@ class EventView(VerticalScroll):
         self.text, self.done, self.errors = {}, None, []
         self._markdown, self._streams, self._steps, self._step_titles, self._progress = {}, {}, {}, {}, {}
         self._metrics = self._log = None
+        self._images = {}
         self._progress_box = Vertical(id="progress-box", classes="progress-box")
         await self.mount(self._progress_box)
 
@@ -173,7 +176,7 @@ class EventView(VerticalScroll):
         elif isinstance(event, ev.Step):
             await self._step(event)
         elif isinstance(event, ev.Image):
-            await self.mount(ImageBlock(event.path, event.caption))
+            await self._image(event)
         elif isinstance(event, ev.Table):
             await self._table(event)
         elif isinstance(event, ev.Metric):
@@ -206,6 +209,17 @@ class EventView(VerticalScroll):
             await self.mount(Static(Text(f"✗ {where}{event.message}"), classes="error"))
         elif isinstance(event, ev.Done):
             await self._done(event)
+
+    async def _image(self, event: ev.Image) -> None:
+        block = ImageBlock(event.path, event.caption)
+        previous = self._images.get(event.key) if event.key else None
+        if previous is not None and previous.is_attached:
+            await self.mount(block, after=previous)  # the redrawn chart stays where it was
+            await previous.remove()
+        else:
+            await self.mount(block)
+        if event.key:
+            self._images[event.key] = block
 
     async def _step(self, event: ev.Step) -> None:
         mark = {"started": "▶", "finished": "✓", "failed": "✗"}[event.status]

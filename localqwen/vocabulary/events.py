@@ -55,6 +55,9 @@ class Image(_Event):
     kind: Literal["image"] = "image"
     path: str
     caption: str = ""
+    # A stable key: a later image with the same key replaces this one where it is shown (a live
+    # chart redrawn every few seconds), instead of piling up. Empty: every image is its own.
+    key: str = ""
 
 
 class Table(_Event):

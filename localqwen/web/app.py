@@ -39,6 +39,7 @@ class WebApp:
     blocks: Any = None
     actions: dict[str, ActionPanel] = field(default_factory=dict)
     chat: Any = None
+    wizards: dict[str, Any] = field(default_factory=dict)  # plugin id -> its guided flow's tab (wizard_tab.py)
 
     @property
     def upload_roots(self) -> list[Path]:
@@ -85,7 +86,7 @@ class ActionPanel:
                field_errors: list[Any] | None = None, status: str | None = None) -> list[Any]:
         import gradio as gr
 
-        metrics = view.metrics_frame()
+        metrics = view.metrics_figure()  # one chart per quantity, redrawn only when a point arrived
         table = view.table_value()
         return [
             job_id,
@@ -95,7 +96,7 @@ class ActionPanel:
             view.markdown(),
             gr.update(value=view.images or None, visible=bool(view.images)),
             gr.update(value=table, visible=table is not None),
-            gr.update(value=metrics, visible=not metrics.empty),
+            gr.update(value=metrics, visible=metrics is not None),
             gr.update(value=view.files or None, visible=bool(view.files)),
             *(field_errors if field_errors is not None else [gr.update() for _ in self.fields]),
         ]
@@ -165,6 +166,11 @@ def _plugin_tab(web: WebApp, plugin: Plugin) -> None:
     if plugin.description:
         gr.Markdown(plugin.description)
     with gr.Tabs():
+        if plugin.guided_flow() is not None:  # a plugin's wizard comes first; its steps stay as actions too
+            from localqwen.web import wizard_tab
+
+            with gr.Tab(t("wizard.open"), id=f"tab-{plugin.id}-wizard", elem_id=f"tab-{plugin.id}-wizard"):
+                web.wizards[plugin.id] = wizard_tab.build(web.bench, plugin)
         for item in plugin.actions():
             with gr.Tab(item.title, id=f"tab-{plugin.id}-{item.id}"):
                 panel = ActionPanel(web, plugin, item)
@@ -201,8 +207,7 @@ def _action_panel(panel: ActionPanel) -> None:
             text = gr.Markdown("", elem_id=f"output-{key}", sanitize_html=True)
             gallery = gr.Gallery(label=t("events.images"), visible=False, height=260, elem_id=f"gallery-{key}")
             table = gr.Dataframe(label=t("events.table"), visible=False, interactive=False, elem_id=f"table-{key}")
-            plot = gr.LinePlot(x="step", y="value", color="series", label=t("events.metrics"), visible=False,
-                               elem_id=f"metrics-{key}")
+            plot = gr.Plot(label=t("events.metrics"), visible=False, elem_id=f"metrics-{key}")
             files = gr.File(label=t("events.files"), file_count="multiple", interactive=False, visible=False,
                             elem_id=f"files-{key}")
     job_id = gr.State("")

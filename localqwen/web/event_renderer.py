@@ -1,5 +1,7 @@
 """Plugin events -> what the web view shows: Markdown text with step panels, HTML progress bars
-with ETA, an image gallery, a table, downloadable files, a metrics line chart and messages.
+with ETA, an image gallery (an image with a ``key`` replaces the previous one with that key), a
+table, downloadable files (a folder is named with its contents, never handed to Gradio as a file),
+one chart per metric quantity (metric_charts.py) and messages.
 
 :class:`RunView` is plain Python (it only keeps state and writes strings), so the handlers and
 the tests can use it without a browser; :meth:`RunView.updates` turns it into component values.
@@ -19,6 +21,7 @@ from localqwen.jobs import paced
 from localqwen.paths import PathOutsideRoot, ensure_within
 from localqwen.plugin_api import events as ev
 from localqwen.vocabulary.events import format_eta
+from localqwen.vocabulary.metric_charts import MetricCharts
 
 if TYPE_CHECKING:
     from localqwen.jobs import Job
@@ -51,11 +54,13 @@ class RunView:
     progress: dict[str, ev.Progress] = field(default_factory=dict)
     images: list[tuple[str, str]] = field(default_factory=list)
     tables: list[ev.Table] = field(default_factory=list)
-    files: list[str] = field(default_factory=list)
-    metrics: list[dict[str, Any]] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)  # plain files only: gr.File cannot serve a folder
+    charts: MetricCharts = field(default_factory=MetricCharts)
     notes: list[str] = field(default_factory=list)  # warnings, errors, tool calls, file names
     logs: list[str] = field(default_factory=list)
     done: ev.Done | None = None
+    _image_keys: dict[str, int] = field(default_factory=dict)  # image key -> its place in ``images``
+    _plotted: tuple[int, Any] | None = None  # (charts version, figure) last drawn
 
     def add(self, event: Any) -> None:
         if isinstance(event, ev.TextDelta):
@@ -69,24 +74,26 @@ class RunView:
             self.steps.setdefault(event.step, StepPanel(event.title)).apply(event)
         elif isinstance(event, ev.Image):
             if self._servable(event.path):
-                self.images.append((event.path, event.caption))
+                self._show_image(event)
             else:
                 self.notes.append(f"🖼 `{event.path}` {html.escape(event.caption)}")
         elif isinstance(event, ev.Table):
             self.tables.append(event)
         elif isinstance(event, ev.Metric):
-            for name, value in event.values.items():
-                self.metrics.append({"step": event.step, "value": float(value), "series": name})
+            self.charts.add(event)
         elif isinstance(event, ev.ToolCall):
             body = json.dumps(event.arguments, ensure_ascii=False, indent=2)
             result = f"\n→ {html.escape(event.result)}" if event.result is not None else ""
             self.notes.append(f"<details><summary>🔧 {html.escape(t('events.tool_call', name=event.name))}</summary>"
                               f"\n\n```json\n{body}\n```{result}\n</details>")
         elif isinstance(event, ev.FileWritten):
-            if self._servable(event.path):
-                self.files.append(event.path)
             description = f" — {html.escape(event.description)}" if event.description else ""
-            self.notes.append(f"📄 `{Path(event.path).name}`{description}")
+            if Path(event.path).is_dir():
+                self.notes.append(f"📁 `{event.path}`{description}{folder_listing(Path(event.path))}")
+            else:
+                if self._servable(event.path):
+                    self.files.append(event.path)
+                self.notes.append(f"📄 `{Path(event.path).name}`{description}")
         elif isinstance(event, ev.Log):
             self.logs.append(event.message)
         elif isinstance(event, ev.Warning):
@@ -96,6 +103,14 @@ class RunView:
             self.notes.append(f"❌ {where}{html.escape(event.message)}")
         elif isinstance(event, ev.Done):
             self.done = event
+
+    def _show_image(self, event: ev.Image) -> None:
+        if event.key and event.key in self._image_keys:
+            self.images[self._image_keys[event.key]] = (event.path, event.caption)
+            return
+        if event.key:
+            self._image_keys[event.key] = len(self.images)
+        self.images.append((event.path, event.caption))
 
     def _servable(self, path: str) -> bool:
         try:
@@ -153,10 +168,55 @@ class RunView:
         last = self.tables[-1]
         return {"headers": list(last.columns), "data": [[_cell(c) for c in row] for row in last.rows]}
 
-    def metrics_frame(self) -> Any:
-        import pandas as pd
+    def metrics_figure(self) -> Any:
+        """A matplotlib figure with one chart per quantity (None before the first metric); drawn
+        again only when a point arrived since the last call."""
+        if not self.charts.charts:
+            return None
+        if self._plotted is not None and self._plotted[0] == self.charts.version:
+            return self._plotted[1]
+        figure = draw_charts(self.charts)
+        self._plotted = (self.charts.version, figure)
+        return figure
 
-        return pd.DataFrame(self.metrics, columns=["step", "value", "series"])
+
+FOLDER_LISTING = 12  # entries of a written folder named under it
+
+
+def folder_listing(folder: Path) -> str:
+    """A written folder's first entries as a Markdown list (a folder cannot be downloaded as one file)."""
+    try:
+        entries = sorted(folder.iterdir())
+    except OSError:
+        return ""
+    lines = [f"  - `{e.name}{'/' if e.is_dir() else ''}`" for e in entries[:FOLDER_LISTING]]
+    if len(entries) > FOLDER_LISTING:
+        lines.append(f"  - … {len(entries) - FOLDER_LISTING} more")
+    return "\n" + "\n".join(lines) if lines else ""
+
+
+def draw_charts(charts: MetricCharts) -> Any:
+    """One small line chart per quantity, two per row (matplotlib, Agg: no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib.figure import Figure
+
+    names = charts.ordered()
+    columns = 2 if len(names) > 1 else 1
+    rows = (len(names) + columns - 1) // columns
+    figure = Figure(figsize=(4.2 * columns, 2.4 * rows), dpi=90, layout="tight")
+    for index, name in enumerate(names):
+        axes = figure.add_subplot(rows, columns, index + 1)
+        for series, points in charts.charts[name].items():
+            style = "o-" if len(points) < 3 else "-"  # a held-out value at one step still shows
+            axes.plot([p[0] for p in points], [p[1] for p in points], style, label=series, markersize=3)
+        axes.set_title(f"{charts.title(name)}: {charts.summary(name)}", fontsize=8)
+        axes.tick_params(labelsize=7)
+        axes.grid(alpha=0.3)
+        if len(charts.charts[name]) > 1:
+            axes.legend(fontsize=7)
+    return figure
 
 
 def _cell(value: Any) -> Any:

@@ -1,0 +1,185 @@
+"""The trainer's guided flow in the web view, the run-step crash (a folder handed to gr.File), and
+the metrics: one chart per quantity, a keyed image replaced in place.
+
+The handler tests build the real Blocks with the real trainer plugin and a tiny Qwen3; the slow
+test launches `localqwen web` and walks the flow through gradio_client, training included.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from localqwen.app import Workbench
+from localqwen.plugin_api import events as ev
+from localqwen.web.event_renderer import RunView
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "screenshots"
+
+
+def words_rows(n: int = 24) -> str:
+    rows = [{"messages": [{"role": "user", "content": f"Say the word number {i % 3}."},
+                          {"role": "assistant", "content": ["zero", "one", "two"][i % 3]}]} for i in range(n)]
+    return "".join(json.dumps(r) + "\n" for r in rows)
+
+
+# -- the event renderer ---------------------------------------------------------------------------
+def test_a_written_folder_is_listed_never_handed_to_gradio_as_a_file(tmp_path):
+    """The web run step crashed with IsADirectoryError when the adapter folder went to gr.File."""
+    import gradio as gr
+
+    final = tmp_path / "outputs" / "trainer" / "web" / "final"
+    final.mkdir(parents=True)
+    (final / "adapter_model.safetensors").write_bytes(b"x" * 10)
+    (final / "adapter_config.json").write_text("{}")
+    chart = tmp_path / "outputs" / "loss.png"
+    chart.write_bytes(b"not drawn")
+    view = RunView(allowed_roots=[tmp_path / "outputs"])
+    view.add(ev.FileWritten(path=str(final), description="adapter"))
+    view.add(ev.FileWritten(path=str(chart), description="chart"))
+    assert view.files == [str(chart)]  # the folder is not among the downloads
+    text = view.markdown()
+    assert f"📁 `{final}`" in text and "`adapter_config.json`" in text and "`adapter_model.safetensors`" in text
+    # What the run step now hands to gr.File are plain files it can copy into its cache.
+    assert all(Path(f).is_file() for f in view.files)
+    gr.File(file_count="multiple").postprocess(view.files)
+
+
+def test_a_keyed_image_replaces_the_previous_one_and_metrics_get_one_chart_per_quantity(tmp_path):
+    first, second = tmp_path / "live.png", tmp_path / "final.png"
+    for path in (first, second):
+        path.write_bytes(b"png")
+    view = RunView(allowed_roots=[tmp_path])
+    view.add(ev.Image(path=str(first), caption="training loss up to step 5", key="training-loss"))
+    view.add(ev.Image(path=str(tmp_path / "live.png"), caption="another picture"))
+    view.add(ev.Image(path=str(second), caption="training loss", key="training-loss"))
+    assert view.images == [(str(second), "training loss"), (str(first), "another picture")]
+    assert view.metrics_figure() is None
+    for step in range(1, 24):  # what the trainer logs every step
+        view.add(ev.Metric(step=step, values={"loss": 7.0 - step * 0.2, "grad_norm": 1.5, "learning_rate": 2e-3,
+                                              "num_tokens": 900.0 * step, "epoch": step / 23, "memory_mb": 812.0,
+                                              "mean_token_accuracy": 0.1 + step / 40, "entropy": 3.0}))
+    view.add(ev.Metric(step=23, values={"eval_loss": 2.6}))
+    figure = view.metrics_figure()
+    titles = [axes.get_title() for axes in figure.axes]
+    # loss (train + held-out on one axis) first; counters left out; one axis each, not one line among ten.
+    assert [title.split(":")[0] for title in titles] == ["loss", "token accuracy", "learning rate", "gradient norm",
+                                                         "memory (MB)"]
+    assert {line.get_label() for line in figure.axes[0].get_lines()} == {"loss", "eval_loss"}
+    assert view.metrics_figure() is figure  # not drawn again without a new point
+
+
+# -- the wizard tab's handlers ----------------------------------------------------------------------
+@pytest.fixture
+def web(monkeypatch):
+    monkeypatch.setenv("LOCALQWEN_PLUGINS", "trainer")
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    from localqwen.web.app import build_web_app
+
+    return build_web_app(Workbench.create())
+
+
+def values_for(tab, **given):
+    """Every step's field values as the page sends them (each field's default unless given)."""
+    return [given.get(f.spec.name, f.spec.default) for panel in tab.steps for f in panel.fields]
+
+
+def drain(generator):
+    frames = list(generator)
+    assert frames
+    return frames[-1]
+
+
+def test_the_web_wizard_steps_keep_the_name_offer_lists_and_show_the_estimate(web, tiny_qwen3_path):
+    tab = web.wizards["trainer"]
+    shown = tab.open_setup("web")
+    index, header = shown[0], shown[1]
+    assert index == 0 and "Step 1 of 6: Base model" in header and "**▶ 1. Base model**" in header
+    notes = shown[2 + 2]  # step 1's group, intro, notes
+    assert "not downloaded: localqwen models download" in notes and "lq-unavailable" in notes
+
+    words = web.bench.paths.uploads_dir / "words.jsonl"  # where the page's uploads land
+    words.parent.mkdir(parents=True, exist_ok=True)
+    words.write_text(words_rows())
+    values = values_for(tab, model=str(tiny_qwen3_path), file=str(words), max_steps=2)
+    result = drain(tab.run(0, "web", *values))
+    assert "done" in result[1], result[1]
+    assert "✓ 1. Base model" in result[-1]  # the step bar learns the step is done
+
+    shown = tab.next(0, "web")
+    assert shown[0] == 1 and "Step 2 of 6: Data" in shown[1]
+    group_updates = shown[2:2 + len(tab._step_components())]
+    assert group_updates[0]["visible"] is False  # step 1 hidden, step 2 shown
+    assert drain(tab.run(1, "web", *values))[1].startswith("✅")
+
+    # Re-running step 1 with the same values keeps step 2 done.
+    assert "done" in drain(tab.run(0, "web", *values))[1]
+    shown = tab.next(1, "web")
+    assert shown[0] == 2 and "✓ 2. Data" in shown[1]
+    notes = shown[2 + sum(3 + len(p.fields) for p in tab.steps[:2]) + 2]
+    assert "qlora" in notes and "CUDA" in notes  # greyed out, with the reason
+    assert "done" in drain(tab.run(2, "web", *values))[1]
+    assert "done" in drain(tab.run(3, "web", *values))[1]
+    shown = tab.next(3, "web")
+    intro = shown[2 + sum(3 + len(p.fields) for p in tab.steps[:4]) + 1]
+    assert "Memory estimate" in intro and "trainable parameters" in intro and "GiB" in intro
+    # Another name is another setup: it starts at step 1.
+    assert tab.open_setup("other")[0] == 0
+
+
+@pytest.mark.slow
+def test_launched_web_view_runs_the_wizard_to_the_end_without_the_folder_crash(tmp_path, tiny_qwen3_path):
+    """`localqwen web` as a user starts it; the steps through gradio_client, training included: the
+    run step ends "done" (it crashed on the adapter folder) and the evaluation compares base and tuned."""
+    from gradio_client import Client, handle_file
+
+    from localqwen.web.server import choose_port
+
+    home = tmp_path / "home"
+    env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_PLUGINS="trainer", LANG="en_US.UTF-8")
+    port = choose_port("127.0.0.1", 17960)
+    process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url = None
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and url is None:
+            line = process.stdout.readline()
+            if line.startswith("LocalQwen web view: "):
+                url = line.split(": ", 1)[1].strip()
+        assert url, "web view did not start"
+        client = Client(url, verbose=False)
+        info = client.view_api(return_format="dict", print_info=False)
+        run_params = info["named_endpoints"]["/wizard_trainer_run"]["parameters"]
+        words = tmp_path / "words.jsonl"
+        words.write_text(words_rows())
+        given = {"model": str(tiny_qwen3_path), "file": None, "max_steps": 4, "compare_rows": 2, "max_rows": 3,
+                 "max_new_tokens": 3}
+        names = [p["parameter_name"] for p in run_params][2:]
+        defaults = [p.get("parameter_default") for p in run_params][2:]
+        values = [given.get(n, d) for n, d in zip(names, defaults, strict=True)]
+        client.predict("web", api_name="/wizard_trainer_open")
+        statuses = []
+        for index in range(6):
+            step_values = list(values)
+            if index == 1:  # the data step: the file as the page would have uploaded it
+                step_values[names.index("file")] = handle_file(str(words))
+            result = client.predict(index, "web", *step_values, api_name="/wizard_trainer_run")
+            statuses.append(result[1])
+            assert "done" in result[1], (index, result[1], result[3])
+        assert "Error" not in " ".join(statuses)
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    shutil.rmtree(home, ignore_errors=True)
