@@ -27,7 +27,13 @@ from localqwen.paths import PathOutsideRoot, ensure_within
 from localqwen.retrieval import store
 from localqwen.retrieval.chunking import chunk_blocks, hf_offsets
 from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL, get_embedder
-from localqwen.retrieval.loaders import DEFAULT_MAX_BYTES, SUPPORTED_SUFFIXES, DocumentError, load_document
+from localqwen.retrieval.isolated_reader import IsolatedReader, ParseLimits
+from localqwen.retrieval.loaders import (
+    DEFAULT_MAX_BYTES,
+    SUPPORTED_SUFFIXES,
+    DocumentError,
+    check_regular_file,
+)
 from localqwen.retrieval.search import FusionSettings, Hit, Mode, SearchIndex
 from localqwen.vocabulary import events
 from localqwen.vocabulary.cancel import CancelToken
@@ -71,10 +77,11 @@ class KnowledgeBaseManager:
 
     def __init__(self, database: Database, root: Path, *, device: DeviceManager | None = None,
                  default_reranker: str | None = None, allowed_roots: list[Path] | None = None,
-                 max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
+                 max_file_bytes: int = DEFAULT_MAX_BYTES, parse_limits: ParseLimits | None = None) -> None:
         """``root`` holds the LanceDB tables; ``device`` shares and accounts for the embedding and
         reranker models (without it each knowledge base loads its own); ``default_reranker`` is the
-        cross-encoder ``search(rerank=True)`` uses."""
+        cross-encoder ``search(rerank=True)`` uses; ``parse_limits`` bound the time and memory one
+        document may cost to read (each is read in a separate worker process)."""
         self.database = database
         self.device = device
         self.default_reranker = default_reranker or None
@@ -82,6 +89,7 @@ class KnowledgeBaseManager:
         self.root = root
         self.allowed_roots = allowed_roots
         self.max_file_bytes = max_file_bytes
+        self.parse_limits = parse_limits or ParseLimits()
         self._snapshots: dict[tuple[str, str, int], SearchIndex] = {}
         self._lock = threading.Lock()
         self._remove_orphans()
@@ -197,15 +205,18 @@ class KnowledgeBase:
     # ------------------------------------------------------------ ingestion
     def add_paths(self, paths: Iterable[str | os.PathLike[str]], cancel: CancelToken | None = None, *,
                   allowed_roots: list[Path] | None = None, max_file_bytes: int | None = None,
-                  _rebuild: bool = False) -> Iterator[Any]:
-        """Ingest files and folders; yields events. Bad files get an Error each; the rest go in."""
+                  parse_limits: ParseLimits | None = None, _rebuild: bool = False) -> Iterator[Any]:
+        """Ingest files and folders; yields events. Bad files get an Error each; the rest go in.
+
+        Each file is parsed in a worker process under ``parse_limits`` (the manager's by default), so a
+        file that hangs, floods memory or crashes the parser is reported by name and skipped."""
         cancel = cancel or CancelToken()
         started = time.monotonic()
         roots = allowed_roots if allowed_roots is not None else self.manager.allowed_roots
         max_bytes = max_file_bytes or self.manager.max_file_bytes
         files, problems = _expand(paths, roots)
-        for path, message in problems:
-            yield events.Error(message=message, field=str(path))
+        for problem_path, message in problems:
+            yield events.Error(message=message, field=str(problem_path))
         known = {} if _rebuild else {record.path: record for record in self.files()}
         embedder = self.embedder
         offsets = hf_offsets(embedder.tokenizer)
@@ -216,8 +227,10 @@ class KnowledgeBase:
         failed = [str(p) for p, _ in problems]
         skipped: list[str] = []
         pending_texts: list[str] = []
+        reader = IsolatedReader(parse_limits or self.manager.parse_limits)  # its worker starts at the first file
         for path in files:
             if cancel.cancelled:
+                reader.close()
                 yield events.Done(status="cancelled", summary="ingestion cancelled; the index is unchanged",
                                   elapsed_s=time.monotonic() - started)
                 return
@@ -228,7 +241,7 @@ class KnowledgeBase:
                     skipped.append(key)
                     yield tracker.advance(message=f"unchanged: {path.name}")
                     continue
-                document = load_document(path, max_bytes=max_bytes)
+                document = reader.load(path, max_bytes=max_bytes)
                 chunks = chunk_blocks(document.blocks, offsets, max_tokens=self.info.chunk_tokens,
                                       overlap=self.info.chunk_overlap)
             except (DocumentError, OSError) as exc:
@@ -249,6 +262,7 @@ class KnowledgeBase:
                 pending_texts.append(index_text(chunk.heading, chunk.text))
             records.append((key, file_id, data_hash, path.stat().st_size, len(chunks), document.encoding))
             yield tracker.advance(message=f"read {path.name} ({len(chunks)} chunks)")
+        reader.close()
 
         # Embed everything (the slow part), checking for cancel between batches.
         embed_tracker = events.ProgressTracker(len(rows), unit="chunk", task="embed", message="embedding")
@@ -411,6 +425,7 @@ def _info(row) -> KnowledgeBaseInfo:
 
 
 def _sha256(path: Path, max_bytes: int) -> str:
+    check_regular_file(path)  # before open(): opening a named pipe waits forever for a writer
     size = path.stat().st_size
     if size > max_bytes:
         raise DocumentError(f"{path.name}: {size / 2**20:.0f} MB is over the {max_bytes / 2**20:.0f} MB limit "
@@ -436,7 +451,8 @@ def _expand(paths: Iterable[str | os.PathLike[str]], roots: list[Path] | None) -
         if not path.exists():
             problems.append((str(raw), f"{raw}: no such file or folder"))
             continue
-        candidates = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+        # Not only regular files: a named pipe called notes.md gets its own error instead of silence.
+        candidates = sorted(p for p in path.rglob("*") if not p.is_dir()) if path.is_dir() else [path]
         for candidate in candidates:
             candidate = candidate.resolve()
             if path.is_dir() and candidate.suffix.lower() not in SUPPORTED_SUFFIXES:

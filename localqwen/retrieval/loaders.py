@@ -4,11 +4,15 @@ Supported: .txt, .md, .pdf (pypdf), .docx (its XML, no extra dependency), .html/
 Text encodings are detected (BOMs, strict UTF-8, then charset-normalizer), never guessed; a file
 mixing UTF-8 lines with lines in a legacy encoding is decoded line by line. Every failure raises
 :class:`DocumentError` with a message that says what is wrong with *that* file.
+
+These parsers run in this process; knowledge bases read files through
+:mod:`localqwen.retrieval.isolated_reader`, which runs them in a worker with time and memory limits.
 """
 
 from __future__ import annotations
 
 import re
+import stat
 import zipfile
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -17,6 +21,8 @@ from xml.etree import ElementTree
 
 SUPPORTED_SUFFIXES = {".txt", ".md", ".markdown", ".pdf", ".docx", ".html", ".htm"}
 DEFAULT_MAX_BYTES = 100 * 1024 * 1024
+# What the text part of a .docx may unpack to; real books are a few MB of XML, a zip bomb is GBs.
+DEFAULT_MAX_EXPANDED_BYTES = 64 * 1024 * 1024
 
 
 class DocumentError(ValueError):
@@ -38,11 +44,11 @@ class Document:
     warnings: list[str] = field(default_factory=list)
 
 
-def load_document(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+def load_document(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                  max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> Document:
     """Read one file (size and type checked first) into blocks."""
     path = Path(path)
-    if not path.is_file():
-        raise DocumentError(f"{path.name}: not a regular file")
+    check_regular_file(path)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise DocumentError(f"{path.name}: unsupported file type '{suffix or '(none)'}' "
@@ -56,7 +62,7 @@ def load_document(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document
     if suffix == ".pdf":
         document = _load_pdf(path)
     elif suffix == ".docx":
-        document = _load_docx(path)
+        document = _load_docx(path, max_expanded_bytes)
     else:
         text, encoding, warnings = decode_text(path.read_bytes(), path.name)
         if suffix in (".html", ".htm"):
@@ -70,6 +76,22 @@ def load_document(path: Path, *, max_bytes: int = DEFAULT_MAX_BYTES) -> Document
     if not document.blocks:
         raise DocumentError(f"{path.name}: no text found in the file")
     return document
+
+
+def check_regular_file(path: Path) -> None:
+    """:class:`DocumentError` unless ``path`` is a regular file (opening a named pipe or a device
+    would wait forever or read without end)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise DocumentError(f"{path.name}: no such file") from None
+    except OSError as exc:
+        raise DocumentError(f"{path.name}: can't be read ({exc.strerror or exc})") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a named pipe (FIFO)" if stat.S_ISFIFO(mode) else "a folder" if stat.S_ISDIR(mode)
+                else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a special file")
+        raise DocumentError(f"{path.name}: not a regular file but {kind}; skipped")
 
 
 # ---------------------------------------------------------------- text and encodings
@@ -99,7 +121,7 @@ def decode_text(data: bytes, name: str = "file") -> tuple[str, str, list[str]]:
         legacy = b"\n".join(line for line in lines if not _is_utf8(line))
         legacy_best = from_bytes(legacy).best()
         if legacy_best is not None:
-            legacy_encoding = legacy_best.encoding
+            legacy_encoding = _prefer_common_chinese(legacy, legacy_best.encoding)
             text = "\n".join(line.decode("utf-8") if _is_utf8(line) else line.decode(legacy_encoding, "replace")
                              for line in lines)
             return text, f"mixed (utf-8 + {legacy_encoding})", [
@@ -107,7 +129,42 @@ def decode_text(data: bytes, name: str = "file") -> tuple[str, str, list[str]]:
     best = from_bytes(data).best()
     if best is None:
         raise DocumentError(f"{name}: can't detect the text encoding (binary or corrupted data?)")
+    encoding = _prefer_common_chinese(data, best.encoding)
+    if encoding != best.encoding:
+        return data.decode(encoding, "replace"), encoding, []
     return str(best), best.encoding, []
+
+
+_CHINESE = {"big5", "big5hkscs", "cp950", "gb2312", "gbk", "gb18030", "hz"}
+# The first level of each standard holds its most frequent characters: GB2312 rows 0xB0-0xD7
+# (3,755 hanzi), Big5 0xA440-0xC67E (5,401 hanzi). Real text is almost all level one in its own
+# encoding and mostly rare characters when read in the other one.
+_COMMON_RANGE = {"gb18030": ("gb2312", 0xB0, 0xD7), "big5": ("big5", 0xA4, 0xC6)}
+
+
+def _prefer_common_chinese(data: bytes, guess: str) -> str:
+    """GBK or Big5 for Chinese bytes, by which reading gives common characters.
+
+    A few lines are too little for charset-normalizer: a GBK ``中文行`` is read as Big5 ``笢恅俴``
+    (valid but rare characters). Other guesses are returned unchanged.
+    """
+    if guess.lower().replace("-", "").replace("_", "") not in _CHINESE:
+        return guess
+    scores = {}
+    for encoding, (table, low, high) in _COMMON_RANGE.items():
+        text = data.decode(encoding, "replace")
+        wide = [c for c in text if ord(c) > 0x7F]
+        common = 0
+        for char in wide:
+            try:
+                lead = char.encode(table)[0]
+            except UnicodeEncodeError:
+                continue
+            common += low <= lead <= high
+        scores[encoding] = common / len(wide) if wide else 0.0
+    best = max(scores, key=lambda e: scores[e])
+    guess_family = "big5" if guess.lower().startswith(("big5", "cp950")) else "gb18030"
+    return guess if scores[best] <= scores[guess_family] else best
 
 
 def _is_utf8(line: bytes) -> bool:
@@ -159,7 +216,7 @@ def markdown_blocks(text: str) -> list[Block]:
 
 def _load_pdf(path: Path) -> Document:
     from pypdf import PdfReader
-    from pypdf.errors import PdfReadError
+    from pypdf.errors import PdfReadError, PyPdfError
 
     try:
         reader = PdfReader(str(path))
@@ -175,8 +232,9 @@ def _load_pdf(path: Path) -> Document:
         blocks = [Block(page.extract_text() or "", page=index + 1) for index, page in enumerate(pages)]
     except DocumentError:
         raise
-    except (PdfReadError, ValueError, KeyError, TypeError, OSError, AssertionError) as exc:
-        raise DocumentError(f"{path.name}: malformed PDF ({type(exc).__name__}: {exc})") from exc
+    except (PdfReadError, PyPdfError, ValueError, KeyError, TypeError, OSError, AssertionError,
+            RecursionError) as exc:  # PyPdfError: LimitReachedError when a stream inflates past pypdf's limits
+        raise DocumentError(f"{path.name}: malformed PDF ({type(exc).__name__}: {str(exc)[:300]})") from exc
     if not any(b.text.strip() for b in blocks):
         raise DocumentError(f"{path.name}: the PDF has no extractable text "
                             f"({len(blocks)} page(s); scanned images need OCR first)")
@@ -188,12 +246,23 @@ def _load_pdf(path: Path) -> Document:
 _W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 
-def _load_docx(path: Path) -> Document:
+def _load_docx(path: Path, max_expanded_bytes: int = DEFAULT_MAX_EXPANDED_BYTES) -> Document:
     try:
         with zipfile.ZipFile(path) as archive:
-            xml = archive.read("word/document.xml")
+            info = archive.getinfo("word/document.xml")
+            # The declared size is checked first, and the read is bounded too (a lying header then
+            # fails the archive's own length/CRC check instead of inflating without end).
+            if info.file_size > max_expanded_bytes:
+                raise DocumentError(f"{path.name}: its text part unpacks to {info.file_size / 2**20:.0f} MB, over the "
+                                    f"{max_expanded_bytes / 2**20:.0f} MB limit (a zip bomb?)")
+            with archive.open(info) as member:
+                xml = member.read(max_expanded_bytes + 1)
+            if len(xml) > max_expanded_bytes:
+                raise DocumentError(f"{path.name}: its text part unpacks to more than "
+                                    f"{max_expanded_bytes / 2**20:.0f} MB (a zip bomb?)")
         root = ElementTree.fromstring(xml)
-    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError) as exc:
+    except (zipfile.BadZipFile, KeyError, ElementTree.ParseError, EOFError, OverflowError,
+            NotImplementedError) as exc:
         raise DocumentError(f"{path.name}: not a valid .docx file ({exc})") from exc
     blocks: list[Block] = []
     path_stack: list[tuple[int, str]] = []
