@@ -8,6 +8,10 @@
 Adding a batch parses, chunks and embeds every file first (cancellable at any point, nothing
 written), then commits the whole batch at once (see store.py for why a crash can't leave half of
 it). Re-adding a changed file replaces its chunks; an unchanged file is skipped.
+
+Several processes may add to one knowledge base at once (two `add-documents`, the web view and the
+CLI): each reads and embeds in parallel, and commits one at a time under the knowledge base's
+writer lock (``<root>/kb-<id>.lock``); see store.py for how that keeps recovery safe.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from localqwen.retrieval.loaders import (
     check_regular_file,
 )
 from localqwen.retrieval.search import FusionSettings, Hit, Mode, SearchIndex
+from localqwen.storage.file_lock import FileLock
 from localqwen.vocabulary import events
 from localqwen.vocabulary.cancel import CancelToken
 
@@ -90,9 +95,19 @@ class KnowledgeBaseManager:
         self.allowed_roots = allowed_roots
         self.max_file_bytes = max_file_bytes
         self.parse_limits = parse_limits or ParseLimits()
-        self._snapshots: dict[tuple[str, str, int], SearchIndex] = {}
+        self._snapshots: dict[tuple[str, str, int | None], SearchIndex] = {}
         self._lock = threading.Lock()
+        self._writer_locks: dict[str, FileLock] = {}
+        self._writer_locks_guard = threading.Lock()
         self._remove_orphans()
+
+    def writer_lock(self, kb_id: str) -> FileLock:
+        """The cross-process lock a writer of this knowledge base holds while it commits."""
+        with self._writer_locks_guard:
+            lock = self._writer_locks.get(kb_id)
+            if lock is None:
+                lock = self._writer_locks[kb_id] = FileLock(self.root / f"kb-{kb_id}.lock")
+            return lock
 
     def _remove_orphans(self) -> None:
         """Drop LanceDB folders whose knowledge base is gone (a delete that died after its SQLite
@@ -149,9 +164,10 @@ class KnowledgeBaseManager:
 
     def delete(self, name: str) -> None:
         kb = self.get(name)
-        with self.database.connect() as conn:
-            conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb.id,))
-        kb.chunk_store.drop()
+        with self.writer_lock(kb.id):  # not under a writer in another process mid-commit
+            with self.database.connect() as conn:
+                conn.execute("DELETE FROM knowledge_bases WHERE id = ?", (kb.id,))
+            kb.chunk_store.drop()
 
     def folder(self, kb_id: str) -> Path:
         return self.root / f"kb-{kb_id}"
@@ -181,16 +197,22 @@ class KnowledgeBase:
         return [FileRecord(**dict(row)) for row in rows]
 
     def _recorded_version(self) -> int | None:
+        """The last committed table version; follows a rebuild another process switched to."""
         row = self.manager.database.connection.execute(
-            "SELECT table_version FROM knowledge_bases WHERE id = ?", (self.id,)).fetchone()
+            "SELECT table_name, table_version FROM knowledge_bases WHERE id = ?", (self.id,)).fetchone()
         if row is None:
             raise KnowledgeBaseError(f"knowledge base '{self.name}' was deleted")
+        if row["table_name"] != self.chunk_store.table_name:
+            self.chunk_store = store.ChunkStore(self.chunk_store.folder, row["table_name"], self.info.dimension)
+            self.info.table_name = row["table_name"]
         return row["table_version"]
 
-    def _open(self):
+    def _open(self, *, repair: bool):
+        """(table, version) at the last committed version. ``repair`` only under the writer lock:
+        it creates the table or undoes a dead writer's unrecorded commit (store.ChunkStore.open)."""
         recorded = self._recorded_version()
-        table, version = self.chunk_store.open(recorded)
-        if recorded != version:
+        table, version = self.chunk_store.open(recorded, repair=repair)
+        if repair and recorded != version:
             self._record(version)
         return table, version
 
@@ -279,9 +301,18 @@ class KnowledgeBase:
             row["vector"] = vector
 
         if _rebuild:
-            self._commit_rebuild(rows, records)
+            self._commit_rebuild(rows, records)  # rebuild() holds the writer lock throughout
         elif records:
-            self._commit(rows, records, replaced, [])
+            lock = self.manager.writer_lock(self.id)
+            if not lock.acquire(blocking=False):
+                holder = lock.holder()
+                yield events.Log(message=f"waiting for another writer of '{self.name}'"
+                                         + (f" ({holder})" if holder else "") + " to finish its commit")
+                lock.acquire()
+            try:
+                self._commit(rows, records, replaced, [])
+            finally:
+                lock.release()
         added = [r[0] for r in records]
         summary = f"{len(added)} file(s) added ({len(rows)} chunks)"
         if skipped:
@@ -309,7 +340,8 @@ class KnowledgeBase:
             r.path.startswith(w.rstrip("/") + "/") for w in wanted)]
         if targets:
             file_ids = [hashlib.sha1(p.encode()).hexdigest()[:16] for p in targets]
-            self._commit([], [], file_ids, targets)
+            with self.manager.writer_lock(self.id):
+                self._commit([], [], file_ids, targets)
         return targets
 
     def replace_paths(self, paths: Iterable[str | os.PathLike[str]], cancel: CancelToken | None = None,
@@ -320,9 +352,15 @@ class KnowledgeBase:
         yield from self.add_paths(paths, cancel, **options)
 
     def _commit(self, rows, records, delete_file_ids: list[str], removed_paths: list[str]) -> None:
+        """Write one batch to LanceDB, then record it in SQLite. The caller holds the writer lock
+        (taken before the in-process lock: the order every writer takes them in)."""
         with self.manager._lock:
-            table, _ = self._open()
-            version = self.chunk_store.write(table, delete_file_ids=delete_file_ids, rows=rows)
+            table, _ = self._open(repair=True)
+            # Files another writer committed since this batch was read: replace their chunks, don't
+            # add a second copy (two processes adding the same file at once).
+            now_known = {record.path for record in self.files()}
+            deletes = list(dict.fromkeys([*delete_file_ids, *(r[1] for r in records if r[0] in now_known)]))
+            version = self.chunk_store.write(table, delete_file_ids=deletes, rows=rows)
             with self.manager.database.connect() as conn:
                 for path in removed_paths:
                     conn.execute("DELETE FROM knowledge_base_files WHERE kb_id = ? AND path = ?", (self.id, path))
@@ -342,8 +380,11 @@ class KnowledgeBase:
     def rebuild(self, cancel: CancelToken | None = None) -> Iterator[Any]:
         """Re-create the index from the recorded source files into a fresh table, then switch to it
         in one SQLite transaction (the old index serves until then; e.g. after LanceDB data was lost)."""
-        paths = [r.path for r in self.files()]
-        yield from self.add_paths(paths, cancel, allowed_roots=[], _rebuild=True)
+        # The whole rebuild holds the writer lock: a batch another process committed meanwhile would
+        # be missing from the new table (it is read from the file list taken now).
+        with self.manager.writer_lock(self.id):
+            paths = [r.path for r in self.files()]
+            yield from self.add_paths(paths, cancel, allowed_roots=[], _rebuild=True)
 
     def _commit_rebuild(self, rows, records) -> None:
         old_name = self.info.table_name
@@ -351,7 +392,7 @@ class KnowledgeBase:
         new_store = store.ChunkStore(self.chunk_store.folder, new_name, self.info.dimension)
         new_store.drop_table()  # leftovers of a rebuild that died before switching
         with self.manager._lock:
-            table, _ = new_store.open(None)
+            table, _ = new_store.open(None, repair=True)
             version = new_store.write(table, delete_file_ids=[], rows=rows)
             with self.manager.database.connect() as conn:
                 conn.execute("DELETE FROM knowledge_base_files WHERE kb_id = ?", (self.id,))
@@ -368,12 +409,20 @@ class KnowledgeBase:
         import numpy as np
 
         with self.manager._lock:
-            table, version = self._open()
+            # A reader repairs only when no writer is alive (it gets the lock at once); otherwise it
+            # reads the recorded version and leaves the live writer's work alone.
+            lock = self.manager.writer_lock(self.id)
+            held = lock.acquire(blocking=False)
+            try:
+                table, version = self._open(repair=held)
+            finally:
+                if held:
+                    lock.release()
             key = (self.id, self.info.table_name, version)
             cached = self.manager._snapshots.get(key)
             if cached is not None:
                 return cached
-            data = self.chunk_store.snapshot(table)
+            data = self.chunk_store.snapshot(table) if table is not None else self.chunk_store.empty()
             n = data.num_rows
             vectors = (np.asarray(data.column("vector").combine_chunks().flatten(), dtype=np.float32)
                        .reshape(n, self.info.dimension) if n else np.zeros((0, self.info.dimension), np.float32))

@@ -2,9 +2,15 @@
 (knowledge bases, their files and hashes, and which table version is "good") in SQLite.
 
 Crash safety: a batch is written to LanceDB first (each LanceDB commit is atomic and versioned),
-then one SQLite transaction records the files and the new table version. Whoever opens the table
-next compares LanceDB's latest version with the recorded one and restores the recorded version if
-a process died in between, so readers only ever see the last fully committed batch.
+then one SQLite transaction records the files and the new table version. Readers open the table at
+the recorded version, so they only ever see the last fully committed batch.
+
+Two processes: writers of one knowledge base take its writer lock (a lock file, see
+``localqwen.storage.file_lock``) around their commit, so batches never interleave. LanceDB being
+ahead of the recorded version then means one of two things: a live writer is between its two
+steps (it holds the lock), or a writer died there (the OS released its lock). Only whoever holds
+the lock may restore the recorded version, so recovery undoes a dead writer's half-commit and
+never a live writer's.
 """
 
 from __future__ import annotations
@@ -77,19 +83,39 @@ class ChunkStore:
         self.folder.mkdir(parents=True, exist_ok=True)
         return lancedb.connect(str(self.folder))
 
-    def open(self, recorded_version: int | None):
-        """The table at its last good version (created empty on first use). Returns (table, version)."""
+    def open(self, recorded_version: int | None, *, repair: bool):
+        """The table at its last good version. Returns (table, version); (None, None) for a reader
+        when nothing was committed yet.
+
+        ``repair`` is for the holder of the writer lock only: it creates the table on first use and
+        restores the recorded version over a dead writer's unrecorded commit. Without it the table
+        is only viewed at the recorded version (checkout), changing nothing on disk.
+        """
         with self._open_lock:
             db = self._db()
-            if self.table_name not in db.table_names():
+            exists = self.table_name in db.table_names()
+            if not repair:
+                if recorded_version is None or not exists:
+                    return None, None
+                table = db.open_table(self.table_name)
+                if table.version != recorded_version:
+                    table.checkout(recorded_version)  # a live writer may be mid-commit: look, don't touch
+                return table, recorded_version
+            if exists and recorded_version is None:
+                db.drop_table(self.table_name)  # a first batch that died before it was recorded
+                exists = False
+            if not exists:
                 table = db.create_table(self.table_name, schema=chunk_schema(self.dimension))
                 return table, table.version
             table = db.open_table(self.table_name)
-            if recorded_version is not None and table.version != recorded_version:
-                # A writer died after its LanceDB commit but before recording it: roll back.
+            if table.version != recorded_version:
+                # We hold the writer lock, so whoever committed past the record died before recording.
                 table.checkout(recorded_version)
                 table.restore()
             return table, table.version
+
+    def empty(self) -> pa.Table:
+        return chunk_schema(self.dimension).empty_table()
 
     def write(self, table, *, delete_file_ids: list[str], rows: list[dict[str, Any]] | pa.Table) -> int:
         """Delete the old chunks of replaced/removed files and append new rows; return the new version."""

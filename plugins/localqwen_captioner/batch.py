@@ -4,6 +4,10 @@ Results go to ``captions.jsonl`` as each batch finishes (appended, flushed and f
 crash loses at most the batch in flight) and to ``captions.csv``, rewritten atomically from the
 journal every few seconds and at the end. Re-running into the same folder skips images already
 captioned with the same model, adapter and prompt; images that failed are tried again.
+
+One run at a time per output folder: a run holds ``.captions.lock`` there while it writes, so a
+second run started on the same folder waits for the first, then reads its results and resumes
+(before, both captioned everything and the journal held every image twice).
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen.atomic import atomic_open, atomic_write_text
 from localqwen.plugin_api import events as ev
+from localqwen.storage.file_lock import FileLock
 from localqwen_captioner.images import ImageLoadError, LoadedImage, load_image
 
 if TYPE_CHECKING:
@@ -27,6 +32,9 @@ if TYPE_CHECKING:
 
 JOURNAL_NAME = "captions.jsonl"
 CSV_NAME = "captions.csv"
+LOCK_NAME = ".captions.lock"
+# Spreadsheets run a cell that starts with one of these as a formula (CSV / formula injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 # Turns a batch of loaded images into one caption each (the engine, in practice).
 CaptionFunc = Callable[[Sequence[LoadedImage]], list[str]]
@@ -61,8 +69,13 @@ class CaptionJournal:
         self.jsonl_path = self.out_dir / JOURNAL_NAME
         self.csv_path = self.out_dir / CSV_NAME
         self.csv_interval_s = csv_interval_s
-        self.records: dict[str, CaptionRecord] = self._read()
+        self.lock = FileLock(self.out_dir / LOCK_NAME)
         self._last_csv = 0.0
+        self.reload()
+
+    def reload(self) -> None:
+        """Read the journal again (after waiting for another run on this folder to finish)."""
+        self.records: dict[str, CaptionRecord] = self._read()
         # A crash mid-append leaves a last line without its newline; start ours on a fresh line.
         self._torn_tail = _ends_without_newline(self.jsonl_path)
 
@@ -108,8 +121,20 @@ class CaptionJournal:
             writer = csv.writer(handle, lineterminator="\n")
             writer.writerow(COLUMNS)
             for record in sorted(self.records.values(), key=lambda r: r.image):
-                writer.writerow([getattr(record, name) for name in COLUMNS])
+                writer.writerow([csv_cell(getattr(record, name)) for name in COLUMNS])
         self._last_csv = time.monotonic()
+
+
+class EmptyCaptionError(RuntimeError):
+    """The model answered with nothing (or only whitespace) for an image."""
+
+
+def csv_cell(value: Any) -> Any:
+    """A text cell a spreadsheet would run as a formula (an image named ``=HYPERLINK(...).jpg``)
+    gets a leading apostrophe, the OWASP-recommended escape; the JSONL keeps the exact text."""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
 
 
 def _ends_without_newline(path: Path) -> bool:
@@ -165,6 +190,22 @@ def caption_images(
     ``summary`` (if given) is filled in as work goes, so a caller still has the counts after a cancel.
     """
     summary = summary if summary is not None else BatchSummary()
+    if not journal.lock.acquire(blocking=False):
+        holder = journal.lock.holder()
+        yield ev.Log(message=f"another captioning run{f' ({holder})' if holder else ''} is writing to "
+                             f"{journal.out_dir}; waiting for it to finish, then resuming after it")
+        if not journal.lock.acquire(cancelled=lambda: cancel is not None and cancel.cancelled):
+            assert cancel is not None
+            cancel.raise_if_cancelled()
+    try:
+        journal.reload()  # what a run that finished while we waited (or before) wrote
+        yield from _caption_locked(images, root, caption, journal, options, cancel, summary)
+    finally:
+        journal.lock.release()
+
+
+def _caption_locked(images: Sequence[Path], root: Path, caption: CaptionFunc, journal: CaptionJournal,
+                    options: BatchOptions, cancel: CancelToken | None, summary: BatchSummary) -> Iterator[Any]:
     todo = []
     for path in images:
         key = image_key(path, root)
@@ -206,9 +247,12 @@ def _caption_chunk(chunk: Sequence[tuple[str, Path]], caption: CaptionFunc, opti
             events.append(ev.Warning(message=f"skipped {key}: {exc}"))
     texts = _caption_isolating_failures(caption, [item for _, item in loaded])
     for (key, item), text in zip(loaded, texts, strict=True):
+        if not isinstance(text, Exception) and not text.strip():
+            text = EmptyCaptionError("the model returned an empty caption")  # a failure: resume retries it
         if isinstance(text, Exception):
+            kind = "empty" if isinstance(text, EmptyCaptionError) else "model"
             records.append(CaptionRecord(image=key, path=str(item.path), status="error",
-                                         error=f"{key}: captioning failed: {text}", error_kind="model", **base))
+                                         error=f"{key}: captioning failed: {text}", error_kind=kind, **base))
             events.append(ev.Warning(message=f"failed {key}: {text}"))
             continue
         notes = list(item.warnings)
