@@ -44,7 +44,7 @@ class WizardTab:
     plugin: Plugin
     steps: list[StepPanel] = field(default_factory=list)
     controls: list[Any] = field(default_factory=list)  # index state, header, back, run, next
-    outputs: list[Any] = field(default_factory=list)  # job id, status, progress, text, gallery, table, plot, files
+    outputs: list[Any] = field(default_factory=list)  # job id, status, progress, text, gallery, plot, files
 
     def walk(self, name: str, index: int | None = None) -> FlowWalk:
         walk = FlowWalk(self.bench, self.plugin.id, name or None)
@@ -151,11 +151,12 @@ class WizardTab:
     def _view_outputs(self, view: RunView) -> list[Any]:
         import gradio as gr
 
-        table = view.table_value()
         figure = view.metrics_figure()
-        return [view.progress_html(), view.markdown(),
+        # Every table in the text (a step shows several: the preview and its problems, the scores
+        # and the base-vs-tuned answers), not only the last one in a grid.
+        text = "\n\n".join(part for part in (view.markdown(), tables_markdown(view.tables)) if part)
+        return [view.progress_html(), text,
                 gr.update(value=view.images or None, visible=bool(view.images)),
-                gr.update(value=table, visible=table is not None),
                 gr.update(value=figure, visible=figure is not None),
                 gr.update(value=view.files or None, visible=bool(view.files))]
 
@@ -163,7 +164,7 @@ class WizardTab:
         return self._view_outputs(RunView())
 
     def _cleared_outputs(self) -> list[Any]:
-        return ["", "", *self._blank_outputs()]
+        return ["", "", *self._blank_outputs()]  # job id, status, then the view's outputs
 
 
 def gr_skip() -> Any:
@@ -182,6 +183,24 @@ def header_markdown(walk: FlowWalk, done: list[str]) -> str:
     return f"{bar}\n\n### {html.escape(title)}"
 
 
+MAX_TABLE_ROWS = 50
+
+
+def table_markdown(event: Any) -> str:
+    def cell(value: Any) -> str:
+        return html.escape(str(value)).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(cell(c) for c in event.columns) + " |"
+    rule = "|" + "---|" * len(event.columns)
+    rows = ["| " + " | ".join(cell(c) for c in row) + " |" for row in event.rows[:MAX_TABLE_ROWS]]
+    more = [f"… {len(event.rows) - MAX_TABLE_ROWS} more rows"] if len(event.rows) > MAX_TABLE_ROWS else []
+    return "\n".join([f"**{cell(event.title)}**", "", head, rule, *rows, *more])
+
+
+def tables_markdown(tables: list[Any]) -> str:
+    return "\n\n".join(table_markdown(table) for table in tables)
+
+
 def intro_markdown(events: list[Any]) -> str:
     """The events shown before a step runs, as Markdown (tables, warnings, notes)."""
     if not events:
@@ -189,10 +208,7 @@ def intro_markdown(events: list[Any]) -> str:
     parts = [f"**{t('wizard.intro')}**"]
     for event in events:
         if getattr(event, "kind", "") == "table":
-            head = "| " + " | ".join(html.escape(str(c)) for c in event.columns) + " |"
-            rule = "|" + "---|" * len(event.columns)
-            rows = ["| " + " | ".join(html.escape(str(c)) for c in row) + " |" for row in event.rows]
-            parts.append("\n".join([f"*{html.escape(event.title)}*", "", head, rule, *rows]))
+            parts.append(table_markdown(event))
         elif getattr(event, "kind", "") in ("warning", "log"):
             parts.append(("⚠️ " if event.kind == "warning" else "") + html.escape(event.message))
     return "\n\n".join(parts)
@@ -291,13 +307,11 @@ def build(bench: Workbench, plugin: Plugin) -> WizardTab:
             progress = gr.HTML("", elem_id=f"wizard-progress-{key}")
             text = gr.Markdown("", elem_id=f"wizard-output-{key}", sanitize_html=True)
             gallery = gr.Gallery(label=t("events.images"), visible=False, height=300, elem_id=f"wizard-gallery-{key}")
-            table = gr.Dataframe(label=t("events.table"), visible=False, interactive=False,
-                                 elem_id=f"wizard-table-{key}")
             plot = gr.Plot(label=t("events.metrics"), visible=False, elem_id=f"wizard-metrics-{key}")
             files = gr.File(label=t("events.files"), file_count="multiple", interactive=False, visible=False,
                             elem_id=f"wizard-files-{key}")
     job_id = gr.State("")
-    outputs = [job_id, status, progress, text, gallery, table, plot, files]
+    outputs = [job_id, status, progress, text, gallery, plot, files]
     tab.outputs = outputs
     shown = [index, header, *tab._step_components(), back, run, forward, *outputs]
     api = key.replace("-", "_")

@@ -90,7 +90,10 @@ class EvaluateForm(Form):
     max_rows: int = field(100, label="Held-out rows to score", ge=1, le=10000, advanced=True)
     max_new_tokens: int = field(48, label="Max answer tokens", ge=1, le=2048, advanced=True)
     merge: bool = field(False, label="Merge adapter", help="Fold a LoRA into the base and save safetensors.")
-    export_gguf: bool = field(False, label="Export GGUF", help="Needs llama.cpp's converter (LLAMA_CPP_DIR).")
+    export_gguf: bool = field(False, label="Export GGUF",
+                              help="Files for llama.cpp, Ollama and LM Studio (an adapter is merged into the base first).")
+    gguf_type: str = field("Q4_K_M", label="GGUF type", advanced=True,
+                           help="Q4_K_M (small, good), Q8_0 (near lossless), F16 (no quantizing), ...")
 
 
 class StatusForm(Form):
@@ -339,7 +342,12 @@ class Trainer(Plugin):
             scores = after.evaluate(tuned, tuned_processor, rows, metric=metric, max_new_tokens=form.max_new_tokens)
             values = {"eval_loss": scores.loss or float("nan"), **scores.metrics}
             result.update(values)
-            yield ev.Metric(step=0, values=values)
+            # The same rows through the base model: what the training changed, number by number.
+            before = after.evaluate(base, processor, rows, metric=metric, max_new_tokens=form.max_new_tokens)
+            base_values = {"eval_loss": before.loss or float("nan"), **before.metrics}
+            result.update({f"base_{k}": v for k, v in base_values.items()})
+            yield ev.Table(title=f"Held-out scores ({len(rows)} rows)", columns=["score", "base", "tuned"],
+                           rows=[[k, round(base_values.get(k, float("nan")), 4), round(v, 4)] for k, v in values.items()])
             if form.compare_rows:
                 columns, table = after.compare((base, processor), (tuned, tuned_processor), rows[: form.compare_rows],
                                                max_new_tokens=form.max_new_tokens)
@@ -352,16 +360,15 @@ class Trainer(Plugin):
                 result["merged"] = str(merged)
                 yield ev.FileWritten(path=str(merged), description="merged model (safetensors)")
         if form.export_gguf:
-            source = Path(result.get("merged") or (final if method == "full" else ""))
-            if not str(source) or not (source / "config.json").exists():
-                yield ev.Warning(message="GGUF export needs a whole model: tick 'Merge adapter' too")
-            else:
-                try:
-                    gguf = after.export_gguf(source, Path(state.output_dir) / f"{state.name}.gguf")
-                    result["gguf"] = str(gguf)
-                    yield ev.FileWritten(path=str(gguf), description="GGUF for llama.cpp")
-                except RuntimeError as exc:
-                    yield ev.Warning(message=f"GGUF export: {exc}")
+            from localqwen.training.gguf_export import ExportError, export_events
+            from localqwen.training.llama_converter import ConverterNotFound
+
+            try:  # the run folder: export_events merges an adapter into its base itself
+                exported = yield from export_events(Path(state.output_dir), Path(state.output_dir) / "gguf",
+                                                    [form.gguf_type], name=state.name, cancel=ctx.cancel)
+                result["gguf"] = str(exported.path(form.gguf_type))
+            except (ExportError, ConverterNotFound, ValueError) as exc:
+                yield ev.Warning(message=f"GGUF export: {exc}")
         state.mark("evaluate")
         self._store(ctx).save(state)
         yield ev.Done(summary=", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()),

@@ -8,6 +8,8 @@ kept across steps, lists with greyed-out entries and their reason, re-running st
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 from test_frontends_tui import async_test, home_ready, wait_for
@@ -20,6 +22,15 @@ from localqwen.tui.screens.wizard import ChoiceList, WizardScreen
 from localqwen.tui.widgets.image_block import ImageBlock
 
 SIZE = (150, 60)
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+async def readme_picture(app, pilot, name: str) -> None:
+    """With LOCALQWEN_UPDATE_SNAPSHOTS=1, the screen as an SVG for the README."""
+    if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
+        await pilot.pause(0.5)
+        DOCS.mkdir(parents=True, exist_ok=True)
+        (DOCS / f"{name}.svg").write_text(app.export_screenshot(simplify=True), encoding="utf-8")
 
 
 @pytest.fixture
@@ -116,6 +127,7 @@ async def test_the_wizard_walks_the_steps_keeps_the_name_and_greys_out_what_cann
         methods.highlighted = lora
         await pilot.press("enter")
         assert screen.form_view.values()["method"] == "lora"
+        await readme_picture(app, pilot, "tui_wizard_method")
         await run_step(pilot, screen)
 
         await move(pilot, screen, "next")
@@ -158,6 +170,7 @@ async def test_the_wizard_trains_with_one_live_chart_and_compares_base_and_tuned
         assert 1 <= len(charts) <= 6 and view.query_one("#metric-loss", Sparkline)
         assert len(view.query(ImageBlock)) == 1
         assert not screen.query_one("#next", Button).disabled
+        await readme_picture(app, pilot, "tui_wizard_run")
 
         await move(pilot, screen, "next")
         assert step_title(screen) == "Step 6 of 6: Evaluate and export"

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from test_frontends_web import browser  # noqa: F401,F811 - the headless Chromium fixture
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import events as ev
@@ -135,51 +136,97 @@ def test_the_web_wizard_steps_keep_the_name_offer_lists_and_show_the_estimate(we
     assert tab.open_setup("other")[0] == 0
 
 
-@pytest.mark.slow
-def test_launched_web_view_runs_the_wizard_to_the_end_without_the_folder_crash(tmp_path, tiny_qwen3_path):
-    """`localqwen web` as a user starts it; the steps through gradio_client, training included: the
-    run step ends "done" (it crashed on the adapter folder) and the evaluation compares base and tuned."""
-    from gradio_client import Client, handle_file
-
+@pytest.fixture(scope="module")
+def trainer_web(tmp_path_factory):
+    """`localqwen web` with the trainer plugin, as a user starts it."""
     from localqwen.web.server import choose_port
 
-    home = tmp_path / "home"
+    home = tmp_path_factory.mktemp("wizard_web_home")
     env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_PLUGINS="trainer", LANG="en_US.UTF-8")
     port = choose_port("127.0.0.1", 17960)
     process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)], env=env,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    url = None
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and url is None:
+        line = process.stdout.readline()
+        if not line:
+            break
+        if line.startswith("LocalQwen web view: "):
+            url = line.split(": ", 1)[1].strip()
+    if url is None:
+        process.kill()
+        pytest.fail("web view did not start")
+    yield url
+    process.terminate()
     try:
-        url = None
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and url is None:
-            line = process.stdout.readline()
-            if line.startswith("LocalQwen web view: "):
-                url = line.split(": ", 1)[1].strip()
-        assert url, "web view did not start"
-        client = Client(url, verbose=False)
-        info = client.view_api(return_format="dict", print_info=False)
-        run_params = info["named_endpoints"]["/wizard_trainer_run"]["parameters"]
-        words = tmp_path / "words.jsonl"
-        words.write_text(words_rows())
-        given = {"model": str(tiny_qwen3_path), "file": None, "max_steps": 4, "compare_rows": 2, "max_rows": 3,
-                 "max_new_tokens": 3}
-        names = [p["parameter_name"] for p in run_params][2:]
-        defaults = [p.get("parameter_default") for p in run_params][2:]
-        values = [given.get(n, d) for n, d in zip(names, defaults, strict=True)]
-        client.predict("web", api_name="/wizard_trainer_open")
-        statuses = []
-        for index in range(6):
-            step_values = list(values)
-            if index == 1:  # the data step: the file as the page would have uploaded it
-                step_values[names.index("file")] = handle_file(str(words))
-            result = client.predict(index, "web", *step_values, api_name="/wizard_trainer_run")
-            statuses.append(result[1])
-            assert "done" in result[1], (index, result[1], result[3])
-        assert "Error" not in " ".join(statuses)
-    finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-    shutil.rmtree(home, ignore_errors=True)
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
+def client_steps(url: str, name: str, steps: range, words: Path, tiny: Path) -> list[tuple]:
+    """Run wizard steps through gradio_client with the page's own endpoints; returns each result:
+    (status, progress, text, gallery, plot, files, step bar): the job id is session state, not sent."""
+    from gradio_client import Client, handle_file
+
+    client = Client(url, verbose=False)
+    info = client.view_api(return_format="dict", print_info=False)
+    params = info["named_endpoints"]["/wizard_trainer_run"]["parameters"][2:]  # after the step index and name
+    names = [p["parameter_name"] for p in params]
+    given = {"model": str(tiny), "max_steps": 4, "compare_rows": 2, "max_rows": 3, "max_new_tokens": 3}
+    values = [given.get(n, p.get("parameter_default")) for n, p in zip(names, params, strict=True)]
+    client.predict(name, api_name="/wizard_trainer_open")
+    results = []
+    for index in steps:
+        step_values = list(values)
+        if index == 1:  # the data step: the file as the page uploads it
+            step_values[names.index("file")] = handle_file(str(words))
+        results.append(client.predict(index, name, *step_values, api_name="/wizard_trainer_run"))
+    return results
+
+
+@pytest.mark.slow
+def test_launched_web_view_runs_the_wizard_to_the_end_without_the_folder_crash(trainer_web, tmp_path,
+                                                                              tiny_qwen3_path):
+    """Every step through gradio_client, training included: the run step ends "done" (it crashed on
+    the adapter folder, leaving "Error" in every panel) and the evaluation compares base and tuned."""
+    words = tmp_path / "words.jsonl"
+    words.write_text(words_rows())
+    results = client_steps(trainer_web, "web", range(6), words, tiny_qwen3_path)
+    for index, (status, _progress, text, *_rest) in enumerate(results):
+        assert "done" in status, (index, status, text)
+    assert "Base vs tuned" in results[5][2] and "Held-out scores" in results[5][2]  # both tables, as text
+    assert "📁" in results[4][2]  # the trained adapter folder, named with its files
+    assert "✓ 5. Run" in results[5][-1]
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_qwen3_path):  # noqa: F811
+    """Steps 1-4 through the API, then Chromium: the page opens at step 5, Start training, done."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    words = tmp_path / "words.jsonl"
+    words.write_text(words_rows())
+    client_steps(trainer_web, "default", range(4), words, tiny_qwen3_path)
+    driver = browser
+    driver.get(trainer_web)
+    wait = WebDriverWait(driver, 120)
+    wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Trainer')]"))).click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "wizard-header-trainer"), "Step 5 of 6: Run"))
+    header = driver.find_element(By.ID, "wizard-header-trainer").text
+    assert "✓ 4. Hyperparameters" in header
+    assert "Memory estimate" in driver.find_element(By.ID, "wizard-intro-trainer-run").text
+    wait.until(ec.element_to_be_clickable((By.ID, "wizard-run-trainer"))).click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "wizard-status-trainer"), "done"))
+    time.sleep(1)  # let the chart draw
+    assert "Error" not in driver.find_element(By.ID, "wizard-status-trainer").text
+    shot = tmp_path / "web_wizard.png"
+    driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
+        DOCS.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, DOCS / "web_wizard.png")
