@@ -20,6 +20,23 @@ _IGNORED_INTERPRETER_FLAGS = {"-u", "-B", "-s", "-E", "-I", "-O"}
 DESKTOP_FLAG = "--desktop"
 
 
+def restore_system_library_path() -> None:
+    """Give programs this app starts (the browser, xdg-open, git) the system's libraries again.
+
+    PyInstaller's bootloader points LD_LIBRARY_PATH at the bundled libraries (keeping the user's
+    value in LD_LIBRARY_PATH_ORIG); a system browser started with it can load our libssl or
+    libstdc++ instead of its own and fail. This process is not affected: the dynamic loader read
+    the variable when the process started. A child that is this app again sets it once more."""
+    if not getattr(sys, "frozen", False):
+        return
+    for name in ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH"):
+        original = os.environ.pop(name + "_ORIG", None)
+        if original is not None:
+            os.environ[name] = original
+        else:
+            os.environ.pop(name, None)
+
+
 def run_python_module_args(args: list[str]) -> bool:
     """Run ``[flags] -m MODULE ARGS`` or ``SCRIPT.py ARGS`` the way ``python`` would; False when
     ``args`` are not of that shape (then they are an ordinary CLI command line)."""

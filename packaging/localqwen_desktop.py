@@ -21,8 +21,9 @@ import sys
 
 def main() -> None:
     multiprocessing.freeze_support()  # must come first: a worker child never reaches the CLI
-    from desktop_launcher import run_python_module_args, should_open_browser
+    from desktop_launcher import restore_system_library_path, run_python_module_args, should_open_browser
 
+    restore_system_library_path()
     args = sys.argv[1:]
     if run_python_module_args(args):
         return

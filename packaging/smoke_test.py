@@ -37,9 +37,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10
+else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -172,16 +172,15 @@ class Smoke:
         try:
             driver.get(url)
 
-            def tabs(_driver) -> set[str] | bool:
-                found = set(driver.execute_script(
+            def tabs() -> set[str]:
+                return set(driver.execute_script(
                     "return [...document.querySelectorAll('[role=tab]')].map(e => e.textContent.trim())"))
-                return found if wanted <= found else False
 
             try:
-                WebDriverWait(driver, 120).until(tabs)
+                WebDriverWait(driver, 120).until(lambda _driver: wanted <= tabs())
             except Exception:
                 driver.save_screenshot(str(self.out / "web-failed.png"))
-                raise SmokeFailure(f"the page lacks tabs {sorted(wanted - (tabs(driver) or set()))}; "
+                raise SmokeFailure(f"the page lacks tabs {sorted(wanted - tabs())}; "
                                    f"screenshot: {self.out / 'web-failed.png'}") from None
             time.sleep(1)  # let the home tab's plugin list finish drawing
             driver.save_screenshot(str(self.out / "web.png"))
