@@ -23,6 +23,8 @@ from localqwen_rag.settings import RagConfig, SessionChoices, describe_error, se
 HISTORY_MESSAGES = 6  # earlier messages the agents see (three exchanges)
 TURNS_KEPT = 50  # turn records a session keeps for its report
 IMAGE_ONLY_QUESTION = "Describe this image."
+# Every agent call repeats the question: a 126 KB one kept the CPU busy for 273 s (issue 16).
+MAX_QUESTION_CHARS = 4000
 COMMANDS = "/settings, /set NAME VALUE"
 
 
@@ -31,6 +33,12 @@ def answer(request: ChatRequest, ctx: Context, config: RagConfig) -> Iterator[An
     text = request.text.strip()
     if text.startswith("/"):
         yield from _command(text, request.metadata)
+        return
+    if len(text) > MAX_QUESTION_CHARS:
+        message = (f"the question is {len(text):,} characters long; questions may be at most {MAX_QUESTION_CHARS:,}. "
+                   "Put long material in a document and add it to the knowledge base instead.")
+        yield events.Error(message=message, field="question")
+        yield events.Done(status="failed", summary=message)
         return
     try:
         choices = session_choices(request.metadata)

@@ -129,3 +129,20 @@ def test_memory_cap_stops_a_bomb_past_the_size_check(tmp_path):
         with pytest.raises(DocumentError, match="needs more than the 300 MB of memory"):
             reader.load(bomb, max_bytes=2**30)
         assert reader.load(good, max_bytes=2**30).blocks[0].text == "still readable"
+
+
+def test_rag_question_length_capped():
+    """A 126 KB question ran the agents for 273 s; now it is refused at once, from the action and the chat."""
+    from localqwen.app import Workbench
+
+    bench = Workbench.create()
+    question = "Why is the sky blue?" + " Really?" * 15_750  # 126,020 characters
+    started = time.monotonic()
+    collected = list(bench.run("rag", "ask", {"question": question, "session": "long"}))
+    assert time.monotonic() - started < 30  # no model was loaded
+    errors = [e for e in collected if isinstance(e, events.Error)]
+    assert errors and "the question is 126,020 characters long; questions may be at most 4,000" in errors[0].message
+    assert errors[0].field == "question"
+    assert collected[-1].status == "failed"
+    replies = list(bench.conversations.send("rag", bench.conversations.new_session("rag"), question))
+    assert any(isinstance(e, events.Error) and "at most 4,000" in e.message for e in replies)
