@@ -165,24 +165,33 @@ def trainer_web(tmp_path_factory):
         process.kill()
 
 
-def client_steps(url: str, name: str, steps: range, words: Path, tiny: Path) -> list[tuple]:
-    """Run wizard steps through gradio_client with the page's own endpoints; returns each result:
-    (status, progress, text, gallery, plot, files, step bar): the job id is session state, not sent."""
+def client_steps(url: str, name: str, steps: int, words: Path, tiny: Path) -> list[tuple]:
+    """Run the first ``steps`` wizard steps through gradio_client as the page does (open the setup,
+    Run, Next...); the step a session is on is session state. Returns each run's outputs:
+    (status, progress, text, gallery, plot, files, step bar); the job id is state, not sent."""
     from gradio_client import Client, handle_file
+    from localqwen_trainer.plugin import Trainer
 
+    from localqwen.plugin_api import form_fields
+
+    plugin = Trainer()
+    flow = plugin.guided_flow()
+    names = [spec.name for step in flow.steps for spec in form_fields(plugin.action(step.action).form)
+             if spec.name != flow.name_field]  # the page's fields, every step's, in order
     client = Client(url, verbose=False)
-    info = client.view_api(return_format="dict", print_info=False)
-    params = info["named_endpoints"]["/wizard_trainer_run"]["parameters"][2:]  # after the step index and name
-    names = [p["parameter_name"] for p in params]
+    params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/wizard_trainer_run"]["parameters"]
+    assert len(params) == 1 + len(names)  # the name, then the fields (the step index is session state)
     given = {"model": str(tiny), "max_steps": 4, "compare_rows": 2, "max_rows": 3, "max_new_tokens": 3}
-    values = [given.get(n, p.get("parameter_default")) for n, p in zip(names, params, strict=True)]
+    values = [given.get(n, p.get("parameter_default")) for n, p in zip(names, params[1:], strict=True)]
     client.predict(name, api_name="/wizard_trainer_open")
     results = []
-    for index in steps:
+    for index in range(steps):
         step_values = list(values)
         if index == 1:  # the data step: the file as the page uploads it
             step_values[names.index("file")] = handle_file(str(words))
-        results.append(client.predict(index, name, *step_values, api_name="/wizard_trainer_run"))
+        results.append(client.predict(name, *step_values, api_name="/wizard_trainer_run"))
+        if index < steps - 1:
+            client.predict(name, api_name="/wizard_trainer_next")
     return results
 
 
@@ -193,7 +202,7 @@ def test_launched_web_view_runs_the_wizard_to_the_end_without_the_folder_crash(t
     the adapter folder, leaving "Error" in every panel) and the evaluation compares base and tuned."""
     words = tmp_path / "words.jsonl"
     words.write_text(words_rows())
-    results = client_steps(trainer_web, "web", range(6), words, tiny_qwen3_path)
+    results = client_steps(trainer_web, "web", 6, words, tiny_qwen3_path)
     for index, (status, _progress, text, *_rest) in enumerate(results):
         assert "done" in status, (index, status, text)
     assert "Base vs tuned" in results[5][2] and "Held-out scores" in results[5][2]  # both tables, as text
@@ -211,7 +220,7 @@ def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_
 
     words = tmp_path / "words.jsonl"
     words.write_text(words_rows())
-    client_steps(trainer_web, "default", range(4), words, tiny_qwen3_path)
+    client_steps(trainer_web, "default", 4, words, tiny_qwen3_path)
     driver = browser
     driver.get(trainer_web)
     wait = WebDriverWait(driver, 120)
