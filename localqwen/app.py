@@ -15,7 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen.config import Config, ConfigError, load_config
 from localqwen.paths import AppPaths, app_paths
-from localqwen.plugin_api import CancelToken, Context, Form, PluginHost, parse_form, run_action
+from localqwen.plugin_api import (
+    CancelToken,
+    Context,
+    Form,
+    PluginHost,
+    PluginLoadError,
+    parse_form,
+    run_action,
+)
 from localqwen.plugin_api.extensions import Extensions
 from localqwen.services import Services
 
@@ -61,7 +69,14 @@ class Workbench:
 
     def context(self, plugin_id: str, cancel: CancelToken | None = None) -> Context:
         return Context(plugin_id=plugin_id, services=self.services, cancel=cancel or CancelToken(),
-                       extensions_loader=lambda: self.extensions)
+                       extensions_loader=lambda: self.extensions, settings_model=self._settings_model(plugin_id))
+
+    def _settings_model(self, plugin_id: str) -> Any:
+        """The plugin's ``config_model`` (None for an unknown or broken plugin: its own error says why)."""
+        try:
+            return self.host.get(plugin_id).config_model
+        except (KeyError, PluginLoadError):
+            return None
 
     def run(self, plugin_id: str, action_id: str, values: Form | Mapping[str, Any],
             cancel: CancelToken | None = None) -> Iterator[Any]:

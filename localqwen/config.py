@@ -80,6 +80,57 @@ def parse_config_text(text: str, path: Path) -> Config:
         raise ConfigError(path, problems, _line_of_key(text, exc.errors()[0]["loc"])) from exc
 
 
+def read_config_text(path: Path) -> str:
+    """The file's text, or a :class:`ConfigError` saying why it cannot be read (never a traceback)."""
+    if path.is_dir():
+        raise ConfigError(path, "is a folder, but the config must be a file: move the folder away "
+                                "(LocalQwen then starts with defaults and writes a new file when you save a setting)")
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(path, f"cannot be read: {exc.strerror or exc}") from None
+
+
+def check_plugin_section(path: Path, plugin_id: str, model: type[BaseModel], section: dict[str, Any]) -> BaseModel:
+    """Validate ``[plugins.<plugin_id>]`` with the plugin's settings model; a wrong value raises a
+    :class:`ConfigError` naming the file, the key and (when it can be found) its line."""
+    try:
+        return model.model_validate(section)
+    except ValidationError as exc:
+        errors = exc.errors()
+        problems = "; ".join(
+            f"plugins.{plugin_id}.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+            + (f" (got {err['input']!r})" if "input" in err and not isinstance(err["input"], dict) else "")
+            for err in errors)
+        try:
+            text = read_config_text(path) if path.exists() else ""
+        except ConfigError:
+            text = ""
+        first = errors[0]["loc"][0] if errors and errors[0]["loc"] else None
+        line = _line_in_section(text, f"plugins.{plugin_id}", str(first)) if first is not None else None
+        raise ConfigError(path, problems, line) from None
+
+
+_TABLE = re.compile(r"^\s*\[([^\[\]]+)\]")
+
+
+def _line_in_section(text: str, section: str, key: str) -> int | None:
+    """The line of ``key = ...`` inside ``[section]`` (or written ``section.key = ...`` above any table)."""
+    current = ""
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        header = _TABLE.match(line)
+        if header:
+            current = header.group(1).strip().replace(" ", "")
+            continue
+        name = stripped.split("=", 1)[0].strip().strip('"') if "=" in stripped else ""
+        if (current == section and name == key) or f"{current}.{name}".lstrip(".") == f"{section}.{key}":
+            return number
+    return None
+
+
 def _line_of_key(text: str, loc: tuple[Any, ...]) -> int | None:
     """Best effort: the line where the offending key is written, so the error can point at it."""
     if not loc:
@@ -93,14 +144,14 @@ def _line_of_key(text: str, loc: tuple[Any, ...]) -> int | None:
 
 
 def load_config(path: Path, *, strict: bool = False) -> tuple[Config, ConfigError | None]:
-    """Read ``path``. A missing file means defaults. A broken one gives defaults plus the error,
-    or raises it when ``strict``."""
+    """Read ``path``. A missing file means defaults. A broken one (or a folder, or one that cannot
+    be read) gives defaults plus the error, or raises it when ``strict``."""
     if not path.exists():
         return Config(), None
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        error = ConfigError(path, f"not UTF-8 text ({exc.reason} at byte {exc.start})")
+        text = read_config_text(path)
+    except ConfigError as exc:
+        error = exc
     else:
         try:
             return parse_config_text(text, path), None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from localqwen.atomic import atomic_write_text
-from localqwen.config import Config, parse_config_text
+from localqwen.config import Config, parse_config_text, read_config_text
 from localqwen.vocabulary.toml_writer import toml_value
 
 _HEADER = re.compile(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$")
@@ -24,7 +24,7 @@ def set_config_value(path: Path, section: str, key: str, value: Any) -> Config:
     ``section`` is dotted for nested tables (``plugins.captioner``). Raises ``ConfigError`` if
     the result would not be a valid config; the file is then left as it was.
     """
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
+    text = read_config_text(path) if path.exists() else ""
     new_text = _with_value(text, section, key, toml_value(value))
     config = parse_config_text(new_text, path)
     atomic_write_text(path, new_text)

@@ -63,6 +63,10 @@ def edit() -> None:
     from localqwen.paths import app_paths
 
     file = app_paths().config_file
+    if file.is_dir():
+        typer.secho(f"error: {file} is a folder, but the config must be a file: move the folder away first",
+                    fg="red", err=True)
+        raise typer.Exit(1)
     if not file.exists():
         write_default_config(file, _plugin_sections())
         typer.echo(f"created {file}")

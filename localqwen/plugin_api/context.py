@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any
 from localqwen.vocabulary.cancel import CancelToken
 
 if TYPE_CHECKING:
+    from pydantic import BaseModel
+
     from localqwen.config import Config
     from localqwen.jobs import JobManager
     from localqwen.paths import AppPaths
@@ -38,6 +40,9 @@ class Context:
     # "which model is answering" lines, one per engine this run asked for; the runner shows each
     # as a Log event as soon as it appears and puts them in the final Done's result["answered_by"].
     models_used: list[str] = field(default_factory=list)
+    # The plugin's ``config_model``: ``settings`` checks the section against it, so a wrong value
+    # is reported with the config file, key and line (not as a raw pydantic error later).
+    settings_model: type[BaseModel] | None = field(default=None, repr=False)
 
     # -- settings and folders ---------------------------------------------------------------
     @property
@@ -46,8 +51,14 @@ class Context:
 
     @property
     def settings(self) -> dict[str, Any]:
-        """This plugin's ``[plugins.<id>]`` config section."""
-        return self.config.plugin_section(self.plugin_id)
+        """This plugin's ``[plugins.<id>]`` config section. Raises ``ConfigError`` (file, key, line)
+        when a value does not fit the plugin's ``config_model``."""
+        section = self.config.plugin_section(self.plugin_id)
+        if self.settings_model is not None:
+            from localqwen.config import check_plugin_section
+
+            check_plugin_section(self.paths.config_file, self.plugin_id, self.settings_model, section)
+        return section
 
     @property
     def paths(self) -> AppPaths:

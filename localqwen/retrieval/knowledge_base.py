@@ -93,7 +93,7 @@ class KnowledgeBaseManager:
         store.migrate(self.database)
         self.root = root
         self.allowed_roots = allowed_roots
-        self.max_file_bytes = max_file_bytes
+        self.max_file_bytes = _check_max_bytes(max_file_bytes)
         self.parse_limits = parse_limits or ParseLimits()
         self._snapshots: dict[tuple[str, str, int | None], SearchIndex] = {}
         self._lock = threading.Lock()
@@ -235,7 +235,7 @@ class KnowledgeBase:
         cancel = cancel or CancelToken()
         started = time.monotonic()
         roots = allowed_roots if allowed_roots is not None else self.manager.allowed_roots
-        max_bytes = max_file_bytes or self.manager.max_file_bytes
+        max_bytes = _check_max_bytes(self.manager.max_file_bytes if max_file_bytes is None else max_file_bytes)
         files, problems = _expand(paths, roots)
         for problem_path, message in problems:
             yield events.Error(message=message, field=str(problem_path))
@@ -459,6 +459,13 @@ class KnowledgeBase:
 def index_text(heading: str, text: str) -> str:
     """What gets embedded and keyword-indexed: the heading path gives a chunk its context."""
     return f"{heading}\n{text}" if heading else text
+
+
+def _check_max_bytes(max_bytes: int) -> int:
+    if max_bytes <= 0:
+        raise KnowledgeBaseError(f"the size limit for one document must be positive, got {max_bytes} bytes "
+                                 "(max_file_mb in [plugins.rag] is in megabytes, at least 1)")
+    return max_bytes
 
 
 def _check_name(name: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from localqwen.plugin_api import Form, field
 
@@ -19,7 +19,7 @@ class RagConfig(BaseModel):
     router_model: str = ""  # a fine-tuned meta-router; empty = rules
     reranker: str = ""  # cross-encoder folder or hub id used when rerank is on
     embedding_model: str = ""  # for new knowledge bases; empty = bundled all-MiniLM-L6-v2
-    max_file_mb: int = 100
+    max_file_mb: int = Field(100, ge=1)  # 0 or less would refuse every file (or, before, accept any)
     min_similarity: float = 0.3
 
 
