@@ -103,7 +103,8 @@ def test_every_event_kind_reaches_the_page(web):
     assert "showcase finished" in status
     assert "✅ Prepare (0.01s)" in text and "Tool call: lookup" in text and "this is only a showcase" in text
     assert gallery["value"][0][1] == "a gradient"
-    assert list(plot["value"]["value"]) == [1.0, 0.5, pytest.approx(1 / 3)]
+    loss = plot["value"].axes[0]  # one chart per quantity: loss first
+    assert loss.get_title().startswith("loss") and list(loss.get_lines()[0].get_ydata()) == [1.0, 0.5, pytest.approx(1 / 3)]
     assert files["value"][0].endswith("report.txt")
     assert table["visible"]
 
