@@ -65,6 +65,10 @@ class ProgressRow(Horizontal):
         self.query_one(".progress-detail", Label).update(progress_text(event))
 
 
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() else "-" for c in name)
+
+
 class MetricChart(Vertical):
     """One sparkline per quantity (the losses share one: the training loss is drawn, the held-out
     loss is named in the label), each with its latest values; counters are left out."""
@@ -74,17 +78,24 @@ class MetricChart(Vertical):
     def __init__(self) -> None:
         super().__init__(classes="metric-chart")
         self.charts = MetricCharts()
+        self._shown: set[str] = set()
 
     def add(self, event: ev.Metric) -> None:
-        for chart in self.charts.add(event):
+        changed = self.charts.add(event)
+        order = self.charts.ordered()
+        for chart in [name for name in order if name in changed]:  # loss on top, whatever came first
             series = self.charts.charts[chart]
             # The chart's first series is drawn (for loss: the training loss, logged every step).
             points = [value for _step, value in next(iter(series.values()))][-METRIC_POINTS:]
-            safe = "".join(c if c.isalnum() else "-" for c in chart)
+            safe = _safe(chart)
             found = self.query(f"#metric-{safe}")
             if not found:
-                self.mount(Label("", id=f"metric-label-{safe}", classes="metric-label"))
-                self.mount(Sparkline(points, id=f"metric-{safe}"))
+                # Before the first chart already shown that comes later in the order.
+                later = [name for name in order[order.index(chart) + 1:] if name in self._shown]
+                anchor = self.query_one(f"#metric-label-{_safe(later[0])}") if later else None
+                self.mount(Label("", id=f"metric-label-{safe}", classes="metric-label"), before=anchor)
+                self.mount(Sparkline(points, id=f"metric-{safe}"), before=anchor)
+                self._shown.add(chart)
             else:
                 found.first(Sparkline).data = points
             label = f"{self.charts.title(chart)}: {self.charts.summary(chart)}  min {min(points):.4g}, max {max(points):.4g}"
