@@ -59,6 +59,13 @@ class IsolatedReader:
         self._stderr_tail: deque[bytes] = deque()
         self._buffer = b""
         self._finalizer: weakref.finalize | None = None
+        self._ready = False
+
+    def start(self) -> None:
+        """Start the worker now without waiting for it (it imports its parsers while the caller
+        does something else, e.g. loads the embedder); :meth:`load` starts one anyway."""
+        if self._process is None or self._process.poll() is not None:
+            self._spawn()
 
     def load(self, path: Path, *, max_bytes: int) -> Document:
         path = Path(path)
@@ -112,9 +119,23 @@ class IsolatedReader:
 
     # ------------------------------------------------------------ the worker process
     def _ensure_worker(self, path: Path) -> subprocess.Popen[bytes]:
-        if self._process is not None and self._process.poll() is None:
-            return self._process
+        if self._process is None or self._process.poll() is not None:
+            self._spawn()
+        process = self._process
+        assert process is not None
+        if not self._ready:
+            if self._read_line(_START_TIMEOUT_S) is None:
+                if process.poll() is None:
+                    self._kill()
+                    raise DocumentError(f"{path.name}: the document reader process did not start within "
+                                        f"{_START_TIMEOUT_S:.0f} s")
+                raise DocumentError(f"{path.name}: {self._crash_reason()}")
+            self._ready = True
+        return process
+
+    def _spawn(self) -> None:
         self._process = None
+        self._ready = False
         self._buffer = b""
         self._stderr_tail.clear()
         # Our own package must be importable from the child even when run from a source checkout.
@@ -131,13 +152,6 @@ class IsolatedReader:
                          name=f"reader-stderr-{process.pid}").start()
         self._finalizer = weakref.finalize(self, _kill_process, process)
         self._process = process
-        if self._read_line(_START_TIMEOUT_S) is None:
-            if process.poll() is None:
-                self._kill()
-                raise DocumentError(f"{path.name}: the document reader process did not start within "
-                                    f"{_START_TIMEOUT_S:.0f} s")
-            raise DocumentError(f"{path.name}: {self._crash_reason()}")
-        return process
 
     def _read_line(self, timeout: float) -> bytes | None:
         """The worker's next answer, or None when it died or did not answer in time."""

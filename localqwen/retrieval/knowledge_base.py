@@ -240,6 +240,9 @@ class KnowledgeBase:
         for problem_path, message in problems:
             yield events.Error(message=message, field=str(problem_path))
         known = {} if _rebuild else {record.path: record for record in self.files()}
+        reader = IsolatedReader(parse_limits or self.manager.parse_limits)
+        if files:
+            reader.start()  # the worker imports its parsers while the embedder loads
         embedder = self.embedder
         offsets = hf_offsets(embedder.tokenizer)
         tracker = events.ProgressTracker(len(files), unit="file", task="ingest", message="reading")
@@ -249,7 +252,6 @@ class KnowledgeBase:
         failed = [str(p) for p, _ in problems]
         skipped: list[str] = []
         pending_texts: list[str] = []
-        reader = IsolatedReader(parse_limits or self.manager.parse_limits)  # its worker starts at the first file
         for path in files:
             if cancel.cancelled:
                 reader.close()
