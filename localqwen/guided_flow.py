@@ -55,9 +55,6 @@ class FlowWalk:
     def last(self) -> bool:
         return self.index == self.count - 1
 
-    def position(self) -> str:
-        return f"Step {self.index + 1} of {self.count}: {self.step.title}"
-
     def fields(self) -> list[FieldSpec]:
         """The current step's form fields, without the name field (the walk fills that in)."""
         return [spec for spec in form_fields(self.action.form) if spec.name != self.flow.name_field]
