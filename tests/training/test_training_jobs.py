@@ -98,9 +98,10 @@ def test_the_training_process_draws_live_and_final_loss_charts_into_its_event_st
     chart(ev.Metric(step=3, values={"loss": 1.2}))
     live = seen[-1]
     assert isinstance(live, ev.Image) and Path(live.path) == tmp_path / "loss_live.png"
-    assert live.caption == "loss at step 3" and (tmp_path / "loss_live.png").read_bytes()[:4] == b"\x89PNG"
+    assert live.caption == "training loss up to step 3" and (tmp_path / "loss_live.png").read_bytes()[:4] == b"\x89PNG"
     assert chart.points == [(1, 2.0), (2, 1.5), (3, 1.2)]  # a resumed run's chart starts at step 1
     assert chart.final() == tmp_path / "loss.png" and seen[-1].caption == "training loss"
+    assert live.key == seen[-1].key == "training-loss"  # the final chart replaces the live one in a view
     quiet = LossChart(seen.append, tmp_path / "rank1", every_s=0.0, enabled=False)  # not rank 0
     quiet(ev.Metric(step=1, values={"loss": 1.0}))
     assert quiet.final() is None and not (tmp_path / "rank1").exists() and seen[-1].kind == "metric"
