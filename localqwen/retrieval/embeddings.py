@@ -50,11 +50,14 @@ class Embedder:
     """A loaded sentence-transformers model with the few calls retrieval needs."""
 
     def __init__(self, name: str | None = None, device: str | None = None) -> None:
-        from sentence_transformers import SentenceTransformer
+        from localqwen.retrieval.quiet import quiet_loading
 
         self.name = name or DEFAULT_EMBEDDING_MODEL
         self.path = resolve_model_path(self.name)
-        self.model = SentenceTransformer(self.path, device=device or "cpu")
+        with quiet_loading():  # no "Loading weights" bar or library deprecation notes on every command
+            from sentence_transformers import SentenceTransformer
+
+            self.model = SentenceTransformer(self.path, device=device or "cpu")
         self.dimension = int(self.model.get_embedding_dimension()
                              if hasattr(self.model, "get_embedding_dimension")
                              else self.model.get_sentence_embedding_dimension())

@@ -21,11 +21,14 @@ if TYPE_CHECKING:
 
 class Reranker:
     def __init__(self, name: str, device: str | None = None, max_length: int = 512) -> None:
-        from sentence_transformers import CrossEncoder
+        from localqwen.retrieval.quiet import quiet_loading
 
         path = Path(name).expanduser()
         self.name = str(path.resolve()) if path.exists() else name
-        self.model = CrossEncoder(self.name, device=device or "cpu", max_length=max_length)
+        with quiet_loading():
+            from sentence_transformers import CrossEncoder
+
+            self.model = CrossEncoder(self.name, device=device or "cpu", max_length=max_length)
 
     def scores(self, query: str, texts: list[str], batch_size: int = 32) -> list[float]:
         if not texts:

@@ -77,9 +77,12 @@ def _ask(request: ChatRequest, ctx: Context, config: RagConfig, choices: Session
                                          "([plugins.rag] reranker); searching without it")
 
     def llm_for(model: str, task: str) -> LLM:
+        from localqwen.retrieval.quiet import quiet_loading
+
         # An empty choice means the app's default for the task (ctx.engine(None) would mean this
         # plugin's `model` setting, which is the text model, also for images).
-        engine = ctx.engine(model or ctx.default_model(task), task=task)
+        with quiet_loading():  # the load's progress bars and library notes are not the user's business
+            engine = ctx.engine(model or ctx.default_model(task), task=task)
         return LLM(engine, max_new_tokens=choices.max_new_tokens, cancel=ctx.cancel)
 
     text_model = choices.model or config.model

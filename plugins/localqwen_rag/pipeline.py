@@ -46,6 +46,7 @@ class PipelineDeps:
     turns: list[dict[str, Any]]  # the conversation's earlier turn records; this run appends its own
     router: LLM | None = None  # a fine-tuned router model; None = rules
     tools_enabled: bool = True
+    vision_calls: int = 0  # calls made by the vision model (loaded per question)
 
 
 class _Steps:
@@ -84,7 +85,7 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
         yield step
         yield steps.finish(sid, "Router", t0, f"{route.topology} ({route.source}): {route.reasoning}")
 
-        if deps.tools_enabled:
+        if deps.tools_enabled and tools.could_need_tool(question.text):
             saved = yield from _tool_turn(question, deps, steps)
             if saved is not None:
                 turn["answer"] = f"Saved the session report to {saved}"
@@ -95,24 +96,38 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
                 return
 
         answer = yield from _TOPOLOGIES[route.topology](question, deps, steps, turn, kb_available)
-        problems = reviewer.check(question.text, answer)
-        trajectory.outcome = "success" if not problems else "failure"
-        trajectory.outcome_reasons = problems
+        problems = [] if answer.refused else reviewer.check(question.text, answer)
+        trajectory.outcome = "refused" if answer.refused else "success" if not problems else "failure"
+        trajectory.outcome_reasons = ["nothing relevant in the knowledge base"] if answer.refused else problems
         trajectory.citations, trajectory.evidence = len(answer.citations), len(answer.evidence)
+        trajectory.model_calls = _model_calls(deps)
         turn["answer"] = answer.text
         turn["evidence"] = [{"n": n, "citation": h.citation(), "text": h.text[:EVIDENCE_KEPT]}
                             for n, h in enumerate(answer.evidence, start=1)]
+        if problems:  # the reason travels with the answer in every frontend (stored with the message too)
+            yield events.Warning(message="Not a grounded answer: " + "; ".join(problems))
         yield events.TextDelta(text=answer.text)
         if answer.evidence:
-            yield events.Table(title="Sources", columns=["#", "source", "page", "heading", "score"],
-                               rows=[[n, h.source, h.page or "", h.heading, round(h.score, 4)]
+            # The passages the Knowledge step handed over, cited or not; the answer's "Sources:" list
+            # names only those it rests on, so this is the one place to see what else was found.
+            cited = {c["n"]: c["by"] for c in answer.citations}
+            yield events.Table(title="Retrieved passages", columns=["#", "source", "page", "heading", "score", "cited"],
+                               rows=[[n, h.source, h.page or "", h.heading, round(h.score, 4), cited.get(n, "")]
                                      for n, h in enumerate(answer.evidence, start=1)])
+        grade = ("not in your documents" if answer.refused
+                 else f"failure: {'; '.join(problems)}" if problems else "success")
+        # A chat turn that produced an answer ends "ok" even when the grade is a failure (the API
+        # server turns a failed Done into an HTTP error after the text streamed); the Warning above
+        # and the summary carry the reason, and the CLI's ask action exits non-zero (plugin.py).
         yield events.Done(
-            summary=f"{route.topology}: {trajectory.outcome}" + (" (no evidence found)" if answer.no_evidence else ""),
-            result={"answer": answer.text, "citations": answer.citations, "invalid_citations": answer.invalid_citations,
-                    "no_evidence": answer.no_evidence, "topology": route.topology, "router_source": route.source,
+            summary=f"{route.topology}: {grade}" + (" (no evidence found)" if answer.no_evidence else ""),
+            result={"answer": answer.text, "citations": answer.citations, "model_citations": answer.model_citations,
+                    "unsupported": answer.grounding.unsupported if answer.grounding else [],
+                    "invalid_citations": answer.invalid_citations, "no_evidence": answer.no_evidence,
+                    "refused": answer.refused, "topology": route.topology, "router_source": route.source,
                     "steps": [s["agent"] for s in trajectory.steps], "verdicts": trajectory.verdicts,
-                    "outcome": trajectory.outcome, "trajectory_id": trajectory.id},
+                    "outcome": trajectory.outcome, "outcome_reasons": trajectory.outcome_reasons,
+                    "model_calls": trajectory.model_calls, "trajectory_id": trajectory.id},
             elapsed_s=time.monotonic() - started)
     finally:
         trajectory.latency_s = round(time.monotonic() - started, 4)
@@ -121,6 +136,10 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
         deps.log.append(trajectory)
         turn["verdicts"] = trajectory.verdicts
         deps.turns.append(turn)
+
+
+def _model_calls(deps: PipelineDeps) -> int:
+    return deps.llm.calls + (deps.router.calls if deps.router is not None else 0) + deps.vision_calls
 
 
 def _tool_turn(question: Question, deps: PipelineDeps, steps: _Steps):
@@ -165,6 +184,7 @@ def _respond_step(question: Question, deps: PipelineDeps, steps: _Steps, evidenc
     step, sid, t0 = steps.start("responder", title)
     yield step
     llm = deps.vision_llm() if question.image and deps.vision_llm else deps.llm
+    before = llm.calls
     answer = None
     for item in responder.respond(llm, question.text, evidence, used_kb=used_kb, image=question.image,
                                   feedback=feedback, history=question.history[-6:]):
@@ -174,7 +194,13 @@ def _respond_step(question: Question, deps: PipelineDeps, steps: _Steps, evidenc
         else:
             answer = item
     assert answer is not None
-    detail = f"{len(answer.citations)} citation(s) of {len(evidence)} passage(s)"
+    if llm is not deps.llm:
+        deps.vision_calls += llm.calls - before
+    detail = f"{len(answer.citations)} source(s) of {len(evidence)} passage(s)"
+    if answer.grounding is not None:
+        attributed = sum(s.status == "attributed" for s in answer.grounding.sentences)
+        detail += (f"; {len(answer.model_citations)} cited by the model, {attributed} sentence(s) attributed, "
+                   f"{len(answer.grounding.unsupported)} unsupported")
     if answer.invalid_citations:
         detail += f"; dropped invalid {answer.invalid_citations}"
     if answer.no_evidence:
@@ -202,8 +228,27 @@ def _plan_step(question: Question, deps: PipelineDeps, steps: _Steps, turn, kb_a
     return plan
 
 
+def _evidence_or_refusal(question: Question, deps: PipelineDeps, steps: _Steps, evidence: list,
+                        kb_available: bool, looked_up: bool):
+    """(evidence, refusal): the refusal when the documents hold nothing relevant, else ``None``.
+
+    Only with the knowledge base on and not empty, and not for small talk. A question the team
+    chose to answer without looking is looked up once here, so "answer directly" cannot turn an
+    off-topic question into an answer from the model's memory; what that lookup finds is used."""
+    if evidence or not kb_available or planner.is_small_talk(question.text):
+        return evidence, None
+    if not looked_up:
+        evidence = yield from _knowledge_step(deps, steps, question.text)
+        if evidence:
+            return evidence, None
+    return evidence, responder.refusal(getattr(deps.kb, "name", "") or "")
+
+
 def run_single(question, deps, steps, turn, kb_available):
     evidence = (yield from _knowledge_step(deps, steps, question.text)) if kb_available else []
+    evidence, refused = yield from _evidence_or_refusal(question, deps, steps, evidence, kb_available, looked_up=True)
+    if refused is not None:
+        return refused
     return (yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb))
 
 
@@ -224,6 +269,10 @@ def run_centralized(question, deps, steps, turn, kb_available):
         more = yield from _knowledge_step(deps, steps, decision.query, k=deps.knowledge.k * 2,
                                           title="Knowledge (rewritten query)")
         evidence = knowledge.merge(evidence, more)[: deps.knowledge.k * 2]
+    evidence, refused = yield from _evidence_or_refusal(question, deps, steps, evidence, kb_available,
+                                                        looked_up=decision.action in ("retrieve", "retrieve_more"))
+    if refused is not None:
+        return refused
     answer = yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb)
     verdict = yield from _review_step(question, deps, steps, answer)
     if verdict.verdict == "RETRY":  # at most one rewrite
@@ -240,6 +289,10 @@ def run_decentralized(question, deps, steps, turn, kb_available):
         for part in plan.subquestions or [question.text]:
             found = yield from _knowledge_step(deps, steps, part, title=f"Knowledge: {part[:40]}")
             evidence = knowledge.merge(evidence, found)
+    evidence, refused = yield from _evidence_or_refusal(question, deps, steps, evidence, kb_available,
+                                                        looked_up=kb_available and plan.needs_kb)
+    if refused is not None:
+        return refused
     answer = yield from _respond_step(question, deps, steps, evidence, used_kb=question.use_kb)
     verdict = yield from _review_step(question, deps, steps, answer)
     if verdict.verdict == "RETRY":

@@ -30,7 +30,7 @@ class AskForm(SessionChoices, AskQuestion):
 class AddDocumentsForm(Form):
     paths: list[str] = field(label="Files or folders", widget=Widget.FOLDER,
                              help=".txt .md .pdf .docx .html; folders are walked")
-    knowledge_base: str = field("default", label="Knowledge base")
+    knowledge_base: str = field("default", label="Knowledge base", options_from="knowledge_bases")
 
 
 class ManageForm(Form):
@@ -43,7 +43,7 @@ class ManageForm(Form):
 
 class SearchForm(Form):
     query: str = field(label="Query")
-    knowledge_base: str = field("default", label="Knowledge base")
+    knowledge_base: str = field("default", label="Knowledge base", options_from="knowledge_bases")
     k: int = field(5, label="Results", ge=1, le=50)
     mode: Literal["hybrid", "bm25", "dense"] = field("hybrid", label="Mode")
     rerank: bool = field(False, label="Rerank", advanced=True)
@@ -82,6 +82,14 @@ class RagPlugin(Plugin):
             Path.home(), ctx.paths.uploads_dir, Path.cwd()]
         return {"allowed_roots": roots, "max_file_bytes": config.max_file_mb * 2**20}
 
+    def field_options(self, source: str, ctx: Context) -> list[Any]:
+        """The knowledge bases that exist, for the forms' "Knowledge base" lists ("default" is
+        always offered: adding documents to it creates it)."""
+        if source != "knowledge_bases":
+            return []
+        names = [info.name for info in self._manager(ctx).list()]
+        return names if "default" in names else ["default", *names]
+
     def _kb(self, ctx: Context, name: str, *, create: bool = False):
         manager = self._manager(ctx)
         if create:
@@ -119,8 +127,12 @@ class RagPlugin(Plugin):
         choices = form.model_dump(include=set(SessionChoices.model_fields))  # this turn's, kept by the session
         ctx.chats.append(session_id, {"role": "user", "content": content})
         # The ask action is not a chat view, so it stores the turn the way Conversations does.
-        yield from answer_stored(ctx.chats, session_id, lambda request: answer(request, ctx, config),
-                                 metadata=choices)
+        for event in answer_stored(ctx.chats, session_id, lambda request: answer(request, ctx, config),
+                                   metadata=choices):
+            if isinstance(event, events.Done) and event.result.get("outcome") == "failure":
+                # A script running `localqwen run rag ask` must see an ungrounded answer: exit 1, reason shown.
+                event = event.model_copy(update={"status": "failed"})
+            yield event
 
     @action(form=AddDocumentsForm, title="Add documents")
     def add_documents(self, form: AddDocumentsForm, ctx: Context):

@@ -20,13 +20,15 @@ class RagConfig(BaseModel):
     reranker: str = ""  # cross-encoder folder or hub id used when rerank is on
     embedding_model: str = ""  # for new knowledge bases; empty = bundled all-MiniLM-L6-v2
     max_file_mb: int = Field(100, ge=1)  # 0 or less would refuse every file (or, before, accept any)
+    # A passage is relevant at this embedding cosine; when none is, the question is refused as "not
+    # in your documents" (measured in agents/knowledge.py).
     min_similarity: float = 0.3
 
 
 class SessionChoices(Form):
     """A conversation's choices, kept in its session metadata between turns (``/set NAME VALUE``)."""
 
-    knowledge_base: str = field("default", label="Knowledge base")
+    knowledge_base: str = field("default", label="Knowledge base", options_from="knowledge_bases")
     use_kb: bool = field(True, label="Use the knowledge base", help="Off: answer without retrieval")
     topology: Literal["auto", "single", "centralized", "decentralized"] = field(
         "auto", label="Topology", help="auto lets the meta-router choose")

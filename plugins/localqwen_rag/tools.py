@@ -36,6 +36,20 @@ _KEYWORDS = re.compile(
     r"|总结对话|保存记录|保存对话|导出对话|会话总结|归档")
 
 
+# Any hint that the message is about the session rather than the documents. Only such messages get
+# the tool turn: asking the model "do you need a tool?" cost 5-24 s per question with a 1.5B
+# model on a CPU, to learn that it did not.
+_MIGHT_NEED_TOOL = re.compile(
+    r"(?i)\b(save|saving|archive|export|download|copy|summar\w*|transcript|conversation|session|chat\s+log|"
+    r"(we|you and i)\s+(discussed|talked|said)|so\s+far)\b"
+    r"|保存|导出|总结|归档|记录|会话")
+
+
+def could_need_tool(user_message: str) -> bool:
+    """Might the user's own message want the session tool? (cheap check; the model decides after)"""
+    return bool(_MIGHT_NEED_TOOL.search(user_message or ""))
+
+
 def wants_summary(user_message: str) -> bool:
     """Keyword fallback: does the *user's own* message ask for the report?"""
     return bool(_KEYWORDS.search(user_message or ""))

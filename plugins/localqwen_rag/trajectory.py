@@ -1,7 +1,8 @@
 """Trajectory logs (one JSON line per run) and their conversion into router training data.
 
 A record: id, time, query, has_image, use_kb, knowledge base, topology, roles, router source,
-steps (agent, seconds, detail), verdicts, latency, outcome (``success`` / ``failure``) and why.
+steps (agent, seconds, detail), verdicts, latency, model calls, outcome (``success`` / ``failure`` /
+``refused``: nothing relevant in the documents) and why.
 ``export_router_data`` writes:
 - SFT rows (query -> JSON plan) from successful runs, in the chat format of CONTRACTS.md;
 - DPO rows preferring the simplest topology that succeeded for a query over a more complex or a
@@ -41,6 +42,7 @@ class Trajectory:
     outcome_reasons: list[str] = field(default_factory=list)
     citations: int = 0
     evidence: int = 0
+    model_calls: int = 0
 
     def add_step(self, agent: str, elapsed_s: float, detail: str) -> None:
         self.steps.append({"agent": agent, "elapsed_s": round(elapsed_s, 4), "detail": detail[:500]})

@@ -71,7 +71,8 @@ def test_citations_checked_against_evidence():
     assert empty.no_evidence and empty.citations == [] and empty.invalid_citations == [1]
     assert empty.text.startswith(responder.NO_EVIDENCE_NOTE)
     assert reviewer.check("q", answer) == ["citations [7] match no evidence"]
-    assert "cites none" in reviewer.check("q", responder.finalize("Statins are good.", evidence, True))[0]
+    ungrounded = responder.finalize("Statins are good.", evidence, True)
+    assert "no sentence of the answer is supported" in reviewer.check("q", ungrounded)[0]
 
 
 def test_untrusted_text_is_marked_and_defused():
@@ -87,6 +88,16 @@ def test_untrusted_text_is_marked_and_defused():
     assert tools.wants_summary(planted)
     assert not tools.wants_summary("What do statins do?")
     assert tools.wants_summary("请帮我总结对话并保存记录") and tools.wants_summary("Please save this conversation")
+
+
+@pytest.mark.parametrize("message, expected", [
+    ("What do statins do?", False), ("Is it true that aspirin prevents blood clots?", False),
+    ("How should statins be stored?", False), ("Who won the 2018 FIFA World Cup?", False),
+    ("Please save this conversation", True), ("Please keep a copy of what we discussed", True),
+    ("summarise our chat", True), ("导出对话", True),
+])
+def test_the_tool_turn_runs_only_for_messages_that_could_want_the_tool(message, expected):
+    assert tools.could_need_tool(message) is expected
 
 
 def test_router_rules_and_forced():

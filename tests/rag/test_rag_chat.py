@@ -68,14 +68,18 @@ def test_rag_chat_keeps_choices_turns_and_panels_in_the_chat_store(tmp_path, tin
     collected = list(talk.send("rag", session, "Which drug prevents blood clots after a heart attack?"))
     done = collected[-1]
     assert done.status == "ok" and done.result["topology"] == "centralized"
-    assert {"router", "tools", "planner", "manager", "knowledge", "responder", "reviewer"} <= set(finished(collected))
-    sources = next(e for e in collected if isinstance(e, events.Table) and e.title == "Sources")
-    assert any("aspirin.pdf" in str(row[1]) for row in sources.rows)
-    # The answer (no step) is what the store keeps; the panels and the sources table are kept beside it.
+    assert {"router", "planner", "manager", "knowledge", "responder", "reviewer"} <= set(finished(collected))
+    assert "tools" not in finished(collected)  # the message asks for no tool: no tool turn
+    passages = next(e for e in collected if isinstance(e, events.Table) and e.title == "Retrieved passages")
+    assert any("aspirin.pdf" in str(row[1]) for row in passages.rows)
+    # The answer (no step) is what the store keeps; the panels, the passages table and the grade's
+    # reason (the tiny model's answer rests on nothing) are kept beside it.
     first = talk.entries("rag", session)[1]
-    assert first.message["role"] == "assistant" and "Sources:\n[1] " in first.message["content"]
+    assert first.message["role"] == "assistant"
     assert first.message["content"] == "".join(e.text for e in collected if isinstance(e, events.TextDelta) and e.step is None)
-    assert {"step", "table", "text"} <= {shown["kind"] for shown in first.display}
+    assert {"step", "table", "text", "warning"} <= {shown["kind"] for shown in first.display}
+    assert done.summary.startswith("centralized: failure: ")
+    assert any(shown.get("message", "").startswith("Not a grounded answer: ") for shown in first.display)
     metadata = talk.store("rag").metadata(session)
     assert metadata["knowledge_base"] == "papers" and metadata["k"] == 5 and metadata["rerank"] is False
     assert [(t["position"], t["topology"]) for t in metadata["turns"]] == [(0, "centralized")]

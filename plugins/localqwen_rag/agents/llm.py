@@ -22,6 +22,7 @@ class LLM:
         self.cancel = cancel
         self.seed = seed
         self.last_messages: list[dict[str, Any]] = []
+        self.calls = 0  # model calls made through this door (the pipeline reports them per question)
 
     def settings(self, max_new_tokens: int | None = None) -> GenerationSettings:
         from localqwen.runtime.engine.base import GenerationSettings
@@ -32,6 +33,7 @@ class LLM:
     def chat(self, messages: list[dict[str, Any]], *, tools: list[dict[str, Any]] | None = None,
              max_new_tokens: int | None = None) -> ChatResult:
         self.last_messages = messages
+        self.calls += 1
         return self.engine.chat(messages, tools=tools, settings=self.settings(max_new_tokens), cancel=self.cancel)
 
     def complete(self, system: str, user: str, *, max_new_tokens: int | None = None) -> str:
@@ -41,4 +43,5 @@ class LLM:
 
     def stream(self, messages: list[dict[str, Any]], *, max_new_tokens: int | None = None) -> Iterator[str]:
         self.last_messages = messages
+        self.calls += 1
         yield from self.engine.stream(messages, settings=self.settings(max_new_tokens), cancel=self.cancel)

@@ -28,6 +28,11 @@ class Plan:
     subquestions: list[str] = field(default_factory=list)
 
 
+def is_small_talk(message: str) -> bool:
+    """Greetings and thanks: answered without the documents (never refused as off-topic)."""
+    return bool(_SMALL_TALK.match(message))
+
+
 def subquestions(question: str) -> list[str]:
     """Parts of a compound question ("compare A and B", "X? Y?") to look up one by one."""
     parts = [p.strip() for p in re.split(r"[?？]\s+|;\s*|\n+", question) if len(p.strip()) > 3]
