@@ -191,3 +191,22 @@ def test_missing_local_paths_are_not_mistaken_for_hub_ids(tmp_path):
     with pytest.raises(ModelFileError, match="neither a local folder nor a hub id"):
         check_model_source("./relative/missing/model")
     check_model_source("Qwen/Qwen3-0.6B")  # fetched later by transformers with use_safetensors=True
+
+
+def test_a_pickle_only_adapter_is_refused_before_peft_loads_it(tmp_path, tiny_qwen3_path):
+    """Adapters go through the same rule (the engine and the trainer attach them via the registry)."""
+    from transformers import AutoModelForCausalLM
+
+    from localqwen.adapters.registry import AdapterLoadError, load_adapter
+
+    folder = tmp_path / "adapter"
+    folder.mkdir()
+    marker = tmp_path / "adapter_marker.txt"
+    (folder / "adapter_config.json").write_text(json.dumps({
+        "peft_type": "LORA", "task_type": "CAUSAL_LM", "r": 4, "lora_alpha": 8, "target_modules": ["q_proj"],
+        "base_model_name_or_path": str(tiny_qwen3_path)}))
+    (folder / "adapter_model.bin").write_bytes(pickle.dumps(_WritesMarker(marker)))
+    model = AutoModelForCausalLM.from_pretrained(tiny_qwen3_path)
+    with pytest.raises(AdapterLoadError, match="adapter_model.safetensors"):
+        load_adapter(model, folder)
+    assert not marker.exists()
