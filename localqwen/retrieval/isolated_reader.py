@@ -15,12 +15,11 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
+import queue
 import signal
 import subprocess
 import sys
 import threading
-import time
 import weakref
 from collections import deque
 from dataclasses import dataclass
@@ -57,7 +56,7 @@ class IsolatedReader:
         self.limits = limits or ParseLimits()
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr_tail: deque[bytes] = deque()
-        self._buffer = b""
+        self._answers: queue.Queue[bytes | None] = queue.Queue()
         self._finalizer: weakref.finalize | None = None
         self._ready = False
 
@@ -136,7 +135,7 @@ class IsolatedReader:
     def _spawn(self) -> None:
         self._process = None
         self._ready = False
-        self._buffer = b""
+        self._answers = queue.Queue()  # a new queue: a killed worker's reader thread may still post to the old one
         self._stderr_tail.clear()
         # Our own package must be importable from the child even when run from a source checkout.
         env = dict(os.environ)
@@ -147,30 +146,21 @@ class IsolatedReader:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
             start_new_session=os.name == "posix",  # Ctrl-C in a terminal reaches the app, which stops it
         )
-        assert process.stderr is not None
+        assert process.stderr is not None and process.stdout is not None
         threading.Thread(target=_keep_tail, args=(process.stderr, self._stderr_tail), daemon=True,
                          name=f"reader-stderr-{process.pid}").start()
+        # A thread per pipe (not select()) so the per-file time limit works on every platform.
+        threading.Thread(target=_pass_lines, args=(process.stdout, self._answers), daemon=True,
+                         name=f"reader-answers-{process.pid}").start()
         self._finalizer = weakref.finalize(self, _kill_process, process)
         self._process = process
 
     def _read_line(self, timeout: float) -> bytes | None:
         """The worker's next answer, or None when it died or did not answer in time."""
-        assert self._process is not None and self._process.stdout is not None
-        fd = self._process.stdout.fileno()
-        deadline = time.monotonic() + timeout
-        while b"\n" not in self._buffer:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                return None
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                return None
-            self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
-        return line
+        try:
+            return self._answers.get(timeout=timeout)  # None: the worker closed its output (it died)
+        except queue.Empty:
+            return None
 
     def _crash_reason(self) -> str:
         process, self._process = self._process, None
@@ -206,10 +196,16 @@ def _kill_process(process: subprocess.Popen[bytes]) -> None:
         process.kill()
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=5)
-    for stream in (process.stdin, process.stdout):
-        if stream is not None:
-            with contextlib.suppress(OSError):
-                stream.close()
+    if process.stdin is not None:  # stdout and stderr are closed by the threads that drain them
+        with contextlib.suppress(OSError):
+            process.stdin.close()
+
+
+def _pass_lines(stream: IO[bytes], answers: queue.Queue[bytes | None]) -> None:
+    for line in stream:
+        answers.put(line.rstrip(b"\n"))
+    answers.put(None)
+    stream.close()
 
 
 def _keep_tail(stream: IO[bytes], tail: deque[bytes]) -> None:

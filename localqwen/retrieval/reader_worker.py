@@ -48,7 +48,10 @@ class CappedLog(logging.Handler):
 def limit_memory(megabytes: int) -> None:
     if megabytes <= 0:
         return
-    import resource
+    try:
+        import resource
+    except ImportError:  # Windows: no address-space limit, the time limit still applies
+        return
 
     cap = megabytes * 2**20
     _soft, hard = resource.getrlimit(resource.RLIMIT_AS)
