@@ -29,6 +29,7 @@ FLOW_STEPS = (
     FlowStep("evaluate", "Evaluate and export", "evaluate"),
 )
 NO_CUDA = "needs a CUDA GPU (bitsandbytes 4-bit); this machine has none"
+GGUF_ONLY = "only as GGUF here, which runs but cannot be trained: training needs the safetensors model"
 
 
 def wizard_store(ctx: Context) -> WizardStore:
@@ -63,8 +64,9 @@ def step_view(step: str, name: str, ctx: Context) -> StepView:
 # -- lists --------------------------------------------------------------------------------------
 
 def model_choices(ctx: Context, state: WizardState) -> list[Choice]:
-    """This setup's model, models other setups used, trained models in the outputs, and the
-    catalog's chat models (those not downloaded greyed out, with the command that fetches them)."""
+    """This setup's model, models other setups used, trained models in the outputs, models in the
+    Hugging Face / ModelScope caches, and the catalog's chat models (those not downloaded greyed
+    out, with the command that fetches them; GGUF-only ones greyed out: training needs safetensors)."""
     choices: dict[str, Choice] = {}
 
     def add(value: str, label: str, unavailable: str = "") -> None:
@@ -81,6 +83,17 @@ def model_choices(ctx: Context, state: WizardState) -> list[Choice]:
     for config in sorted(outputs.glob("*/*/config.json")) if outputs.is_dir() else []:
         add(str(config.parent), f"{config.parent.parent.name}/{config.parent.name} (trained here)")
     try:
+        from localqwen.runtime.hub_cache import cached_models
+
+        cached = cached_models(generative_only=True)
+    except Exception:  # an unreadable cache only means fewer entries
+        cached = []
+    for model in cached:
+        if model.format == "transformers":
+            add(str(model.path), model.label)
+        else:
+            add(str(model.path), model.label, unavailable=GGUF_ONLY)
+    try:
         catalog = ctx.models.list_models()
     except Exception as exc:  # the catalog is a convenience: the path field still works without it
         catalog = []
@@ -91,9 +104,8 @@ def model_choices(ctx: Context, state: WizardState) -> list[Choice]:
         label = f"{row['title']} ({row['params_b']:g}B)"
         if row.get("path"):
             add(row["path"], f"{label}, downloaded")
-        elif row.get("gguf_paths"):
-            add(row["id"], label, unavailable=f"only GGUF files here: training needs the safetensors model "
-                                               f"(localqwen models download {row['id']})")
+        elif row.get("gguf_paths") or row.get("status") == "bundled":
+            add(row["id"], label, unavailable=GGUF_ONLY)
         else:
             add(row["id"], label, unavailable=f"not downloaded: localqwen models download {row['id']}")
     return list(choices.values())
