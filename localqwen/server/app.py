@@ -72,10 +72,12 @@ def openai_errors(handler: Callable[[Any, Request], Awaitable[Response]]) -> Cal
 
 
 def as_api_error(exc: BaseException) -> ApiError:
-    from localqwen.runtime.engine import EngineError
+    from localqwen.runtime.engine import EngineError, UnsupportedSetting
 
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, UnsupportedSetting):  # the request asked what this model cannot do
+        return ApiError(400, str(exc), param="response_format", code="unsupported_setting")
     if isinstance(exc, EngineError):
         return ApiError(503, str(exc), code="model_unavailable")
     if isinstance(exc, KeyError):
@@ -195,9 +197,6 @@ class Api:
         from localqwen.plugin_api.chat import MAX_IMAGE_BYTES
         from localqwen.server.wire import check_tools, engine_messages, settings_from
 
-        if (body.get("response_format") or {}).get("type", "text") != "text":
-            raise ApiError(400, "this server answers in plain text; 'response_format' must be 'text'",
-                           param="response_format")
         messages = engine_messages(body.get("messages"), self.allowed_folders())
         if served.kind == "model":
             from localqwen.server.model_chat import ModelTurn
@@ -212,6 +211,11 @@ class Api:
             default_max = int(self.bench.config.plugin_section("chat").get("max_new_tokens", 1024))
             return ModelTurn(self.bench, served.id, served.target, messages, tools, settings_from(body, default_max))
         from localqwen.server.plugin_chat import PluginTurn, plugin_messages
+        from localqwen.server.wire import response_schema
+
+        if response_schema(body) is not None:
+            raise ApiError(400, f"{served.id} answers in its own form; 'response_format' applies to the default "
+                                "model only", param="response_format")
 
         if body.get("tools"):
             raise ApiError(400, f"{served.id} is a plugin chat with its own tools; send 'tools' to the model "

@@ -147,6 +147,32 @@ def check_tools(tools: Any) -> list[dict[str, Any]] | None:
     return tools or None
 
 
+def response_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema ``response_format`` asks for, or None for plain text.
+
+    OpenAI's ``{"type": "json_schema", "json_schema": {"schema": ...}}``, JSON mode
+    ``{"type": "json_object"}`` (any JSON object), and llama-cpp-python's
+    ``{"type": "json_object", "schema": ...}``."""
+    wanted = body.get("response_format")
+    if wanted is None:
+        return None
+    kind = wanted.get("type") if isinstance(wanted, dict) else None
+    if kind == "text":
+        return None
+    if kind == "json_object":
+        schema = wanted.get("schema") or {"type": "object"}
+    elif kind == "json_schema":
+        schema = (wanted.get("json_schema") or {}).get("schema")
+        if schema is None:
+            raise ApiError(400, "'response_format.json_schema.schema' is missing", param="response_format")
+    else:
+        raise ApiError(400, "'response_format' must be {'type': 'text'}, {'type': 'json_object'} or "
+                            "{'type': 'json_schema', 'json_schema': {'schema': ...}}", param="response_format")
+    if not isinstance(schema, dict):
+        raise ApiError(400, "the response_format schema must be a JSON object", param="response_format")
+    return schema
+
+
 def settings_from(body: dict[str, Any], default_max_tokens: int) -> Any:
     """The engine's ``GenerationSettings`` from OpenAI's sampling fields."""
     from localqwen.runtime.engine import GenerationSettings
@@ -164,6 +190,6 @@ def settings_from(body: dict[str, Any], default_max_tokens: int) -> Any:
             temperature=float(body["temperature"]) if body.get("temperature") is not None else 0.0,
             top_p=float(body["top_p"]) if body.get("top_p") is not None else 1.0,
             seed=int(body["seed"]) if body.get("seed") is not None else None,
-            stop=stop)
+            stop=stop, json_schema=response_schema(body))
     except (TypeError, ValueError) as exc:
         raise ApiError(400, f"bad sampling setting: {exc}") from None

@@ -4,9 +4,10 @@ output cut off mid-array) and keeps only findings it can check: a known rule id 
 is really in the draft. Nothing here looks for a "PASS" substring; no parseable findings is
 reported as a critic error, never as a pass.
 
-The engine interface has no JSON-schema or grammar option (``localqwen/runtime/engine/``: the
-llama.cpp backend does not expose ``grammar`` / ``response_format``), so the schema goes into
-the prompt and the parser does the enforcing.
+The schema is in the prompt for every model; where the engine can force it
+(``supports_structured_output``: llama.cpp's grammar, a remote server's ``response_format``)
+the reply is also constrained to it, so a small model cannot wander off into prose. The parser
+still checks every finding (a rule id the table knows, a span really in the draft).
 """
 
 from __future__ import annotations
@@ -205,7 +206,8 @@ def critique(case: AuditCase, engine: Engine, *, already: list[Finding] | None =
     """Ask ``engine`` to critique the draft; greedy so the same draft gets the same critique."""
     from localqwen.runtime.engine import GenerationSettings
 
+    schema = FINDINGS_SCHEMA if getattr(engine, "supports_structured_output", False) else None
     result = engine.chat(critic_messages(case, already),
-                         settings=GenerationSettings(max_new_tokens=max_new_tokens, temperature=0.0),
+                         settings=GenerationSettings(max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema),
                          cancel=cancel)
     return parse_critique(result.text, case.draft)

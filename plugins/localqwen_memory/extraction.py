@@ -3,7 +3,7 @@
 One turn goes: the raw user turn is stored first (it is always kept: on LoCoMo raw turns recall
 better than extracted facts alone, and it is the fallback when extraction fails); then the model
 is asked for ``{"facts": [...]}``. A reply that does not parse is retried with constrained output
-where the engine supports it (llama.cpp: the JSON schema becomes a grammar, see constrained.py),
+where the engine supports it (``GenerationSettings.json_schema``: llama.cpp turns it into a grammar),
 otherwise with a stricter follow-up message. When that fails too, the raw turn stays the turn's
 only memory. Every failure is counted in the store (``stats()["counters"]``) and reported as a
 Warning event by whoever ran the extraction (the chat shows it on the next turn).
@@ -14,6 +14,7 @@ turns queue up in order and the answer never waits for it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import queue
 import re
@@ -26,7 +27,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from localqwen.vocabulary.cancel import CancelToken
-from localqwen_memory.constrained import chat_json, supports_json_schema
 from localqwen_memory.prompts import Prompts
 from localqwen_memory.store import MemoryRecord, MemoryStore, MemoryStoreError
 from localqwen_memory.updates import Decision, remember
@@ -173,10 +173,11 @@ class Extractor:
 
     def _retry(self, messages, reply: str, error: str, settings, failures: list[str], persona: str,
                cancel: CancelToken | None) -> tuple[list[ProposedFact] | None, Path_]:
-        if supports_json_schema(self.engine):
+        if getattr(self.engine, "supports_structured_output", False):
             path: Path_ = "constrained"
             try:
-                again = chat_json(self.engine, messages, FACTS_SCHEMA, max_new_tokens=self.max_new_tokens, cancel=cancel)
+                forced = dataclasses.replace(settings, json_schema=FACTS_SCHEMA)
+                again = self.engine.chat(messages, settings=forced, cancel=cancel).text
             except Exception as exc:  # noqa: BLE001 - counted, then the raw turn stands
                 failures.append(f"the constrained retry failed: {type(exc).__name__}: {exc}")
                 self.store.count("extraction_failed", persona)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from localqwen_medical.case import AuditCase, Patient
 from localqwen_medical.critic import FINDINGS_SCHEMA, critic_messages, parse_critique
 from localqwen_medical.findings import RULE_IDS
@@ -77,3 +78,19 @@ def test_stray_bracket_the_real_model_wrote_is_repaired():
             '"message": "对儿童可能有副作用。"]}]}')  # verbatim shape from Qwen2.5-Coder-1.5B
     critique = parse_critique(text, draft)
     assert critique.error is None and [f.rule for f in critique.findings] == ["drug_interaction"]
+
+
+@pytest.mark.slow  # the Gemma 270M GGUF writing JSON: ~20-60 s on a busy 2-core CPU
+def test_a_llama_cpp_critic_is_forced_into_the_findings_schema(gemma_gguf_path):
+    # A 270M model asked in prose often answers in prose; with the schema as a grammar its reply
+    # is always JSON the parser reads (whatever it finds is then checked rule by rule).
+    from localqwen_medical.critic import critique
+
+    from localqwen.runtime.engine.llamacpp_backend import LlamaCppEngine
+
+    with LlamaCppEngine(gemma_gguf_path, n_ctx=2048, n_threads=2) as engine:
+        said = critique(AuditCase("Can I take ibuprofen for a headache?", DRAFT), engine, max_new_tokens=160)
+    assert said.error is None, said.raw
+    assert said.raw.lstrip().startswith('{"findings"') or said.raw.lstrip().startswith("{")
+    if said.raw.rstrip().endswith("}"):
+        assert isinstance(json.loads(said.raw)["findings"], list)

@@ -46,9 +46,9 @@ def test_parse_failure_is_retried_with_a_json_grammar(tmp_path, gemma_gguf_path)
     """What a 270M model writes varies, so the test checks what is guaranteed: the grammar makes the
     engine write the facts JSON even when the prompt asks for none, and an extraction whose first
     reply fails always takes the constrained retry (counted), never a silent drop."""
-    from localqwen_memory.constrained import chat_json, supports_json_schema
     from localqwen_memory.extraction import FACTS_SCHEMA
 
+    from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.llamacpp_backend import LlamaCppEngine
 
     (tmp_path / "memory").mkdir()
@@ -58,8 +58,8 @@ def test_parse_failure_is_retried_with_a_json_grammar(tmp_path, gemma_gguf_path)
     no_json = [{"role": "system", "content": "Answer in one short English sentence, no JSON."},
                {"role": "user", "content": "I adopted a cat named Miso."}]
     with LlamaCppEngine(gemma_gguf_path, n_ctx=1024, n_threads=2) as engine:
-        assert supports_json_schema(engine)
-        constrained = chat_json(engine, no_json, FACTS_SCHEMA, max_new_tokens=256)
+        assert engine.supports_structured_output
+        constrained = engine.chat(no_json, settings=GenerationSettings(max_new_tokens=256, json_schema=FACTS_SCHEMA)).text
         assert constrained.lstrip().startswith("{")  # the grammar overrides the prompt
         outcome = Extractor(store, Prompts.load(tmp_path), engine, max_new_tokens=96).extract(
             Turn(user="I adopted a cat named Miso.", assistant="Lovely!"))

@@ -77,3 +77,26 @@ def test_services_route_the_catalog_gguf_to_llama_cpp(gemma_gguf_path):
         assert engine.chat(PROMPT, settings=GenerationSettings(max_new_tokens=2)).completion_tokens <= 2
     finally:
         services.device.evict()
+
+
+COLOURS_SCHEMA = {"type": "object", "properties": {"colours": {"type": "array", "items": {"type": "string"},
+                                                               "minItems": 1, "maxItems": 3}},
+                  "required": ["colours"]}
+
+
+def test_structured_output_follows_a_json_schema_or_a_grammar(engine):
+    import json
+
+    from localqwen.runtime.engine import EngineError
+
+    reply = engine.chat(PROMPT, settings=GenerationSettings(max_new_tokens=64, json_schema=COLOURS_SCHEMA))
+    parsed = json.loads(reply.text)  # the grammar masked every token that would break the schema
+    assert set(parsed) == {"colours"} and 1 <= len(parsed["colours"]) <= 3
+    assert all(isinstance(c, str) for c in parsed["colours"])
+    yes_no = engine.chat([{"role": "user", "content": "Is the sky green?"}],
+                         settings=GenerationSettings(max_new_tokens=4, grammar='root ::= "yes" | "no"'))
+    assert yes_no.text in ("yes", "no")
+    with pytest.raises(EngineError, match="cannot use this grammar"):
+        engine.chat(PROMPT, settings=GenerationSettings(grammar="root ::= ("))
+    with pytest.raises(ValueError, match="not both"):
+        GenerationSettings(json_schema=COLOURS_SCHEMA, grammar='root ::= "x"')

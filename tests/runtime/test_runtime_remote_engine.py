@@ -84,3 +84,12 @@ def test_cancel_mid_stream_ends_the_request(server):
     assert result.finish_reason == "cancelled" and len(deltas) == 1
     assert result.completion_tokens == 1 and result.text == deltas[0]
     assert engine.chat(PROMPT, settings=GenerationSettings(max_new_tokens=3)).completion_tokens > 0  # server still serves
+
+
+def test_structured_output_is_asked_of_the_server(server):
+    import json
+
+    engine = RemoteEngine(server)
+    schema = {"type": "object", "properties": {"answer": {"enum": ["red", "green", "blue"]}}, "required": ["answer"]}
+    reply = engine.chat(PROMPT, settings=GenerationSettings(max_new_tokens=24, json_schema=schema))
+    assert json.loads(reply.text)["answer"] in ("red", "green", "blue")

@@ -156,3 +156,12 @@ def test_load_engine_plans_and_caches_through_services(tiny_qwen3_path):
         engine.chat(QUESTION)
     reloaded = services.engine(str(tiny_qwen3_path))
     assert reloaded is not engine and reloaded.chat(QUESTION, settings=GenerationSettings(max_new_tokens=1))
+
+
+def test_structured_output_is_refused_before_any_work(engine):
+    # transformers has no grammar sampler here: a caller learns it at once and can fall back.
+    schema = {"type": "object"}
+    with pytest.raises(EngineError, match="cannot force its reply to match a JSON schema"):
+        engine.chat([{"role": "user", "content": "hi"}], settings=GenerationSettings(json_schema=schema))
+    with pytest.raises(EngineError, match="structured output"):
+        engine.chat_batch([[{"role": "user", "content": "hi"}]], settings=GenerationSettings(grammar='root ::= "x"'))

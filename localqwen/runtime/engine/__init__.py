@@ -13,7 +13,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from localqwen.runtime.engine.base import ChatResult, Engine, EngineError, GenerationSettings, ToolCall
+from localqwen.runtime.engine.base import (
+    ChatResult,
+    Engine,
+    EngineError,
+    GenerationSettings,
+    ToolCall,
+    UnsupportedSetting,
+)
 from localqwen.runtime.engine.tool_calls import parse_tool_calls
 
 if TYPE_CHECKING:
@@ -23,8 +30,8 @@ if TYPE_CHECKING:
     from localqwen.runtime.plan import Plan
 
 __all__ = [
-    "BACKENDS", "ChatResult", "Engine", "EngineError", "GenerationSettings", "ToolCall", "load_engine",
-    "parse_tool_calls",
+    "BACKENDS", "ChatResult", "Engine", "EngineError", "GenerationSettings", "ToolCall", "UnsupportedSetting",
+    "load_engine", "parse_tool_calls",
 ]
 
 BACKENDS = ("auto", "transformers", "llama.cpp", "remote")

@@ -22,8 +22,16 @@ class GenerationSettings:
     repetition_penalty: float = 1.0
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    # Structured output: the reply must match this JSON schema, or this GBNF grammar (llama.cpp's
+    # grammar language). Backends that cannot enforce it refuse (``supports_structured_output``).
+    json_schema: dict[str, Any] | None = None
+    grammar: str | None = None
 
     def __post_init__(self) -> None:
+        if self.json_schema is not None and self.grammar is not None:
+            raise ValueError("give json_schema or grammar, not both")
+        if self.json_schema is not None and not isinstance(self.json_schema, dict):
+            raise ValueError(f"json_schema must be a JSON schema object, got {type(self.json_schema).__name__}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, got {self.max_new_tokens}")
         if self.temperature < 0:
@@ -34,6 +42,10 @@ class GenerationSettings:
     @property
     def greedy(self) -> bool:
         return self.temperature == 0
+
+    @property
+    def constrained(self) -> bool:
+        return self.json_schema is not None or self.grammar is not None
 
 
 @dataclass
@@ -70,12 +82,19 @@ class EngineError(RuntimeError):
     """A model could not be loaded or run; the message says why and what to do."""
 
 
+class UnsupportedSetting(EngineError):
+    """The loaded backend cannot honour a generation setting (e.g. structured output on transformers)."""
+
+
 class Engine:
     """Chat with one loaded model. Subclasses implement ``_stream`` and ``count_tokens``."""
 
     model_id: str = ""
     backend: str = ""
     supports_images: bool = False
+    # Can it force its reply to match ``GenerationSettings.json_schema`` / ``grammar``? llama.cpp
+    # masks tokens with a grammar; a remote server is asked to (and says so if it cannot).
+    supports_structured_output: bool = False
 
     def __init__(self) -> None:
         self.last_result: ChatResult | None = None
@@ -107,8 +126,10 @@ class Engine:
 
         self.ensure_open()
         check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
+        settings = settings or GenerationSettings()
+        self.check_settings(settings)
         self.last_result = None
-        yield from self._stream(messages, tools or None, settings or GenerationSettings(), cancel)
+        yield from self._stream(messages, tools or None, settings, cancel)
 
     def chat_batch(
         self,
@@ -119,6 +140,12 @@ class Engine:
     ) -> list[ChatResult]:
         """Answer several conversations. Backends that can batch for real override this."""
         return [self.chat(messages, settings=settings, cancel=cancel) for messages in conversations]
+
+    def check_settings(self, settings: GenerationSettings) -> None:
+        """Refuse, before any work, what this backend cannot honour."""
+        if settings.constrained and not self.supports_structured_output:
+            raise UnsupportedSetting(f"{self.model_id} ({self.backend}) cannot force its reply to match a JSON schema or "
+                              "grammar; use a GGUF model (llama.cpp) or a remote engine for structured output")
 
     def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
         raise NotImplementedError

@@ -38,6 +38,7 @@ def fallback_template(architecture: str) -> str | None:
 
 class LlamaCppEngine(Engine):
     backend = "llama.cpp"
+    supports_structured_output = True  # a grammar masks every token that would break the schema
 
     def __init__(self, gguf: str | Path, *, model_id: str = "", mmproj: str | Path | None = None,
                  plan: Plan | None = None, n_ctx: int = 4096, n_threads: int | None = None,
@@ -127,6 +128,7 @@ class LlamaCppEngine(Engine):
         for token in self.llm.generate(
             prompt, top_k=settings.top_k if not settings.greedy else 1, top_p=settings.top_p, min_p=0.0,
             temp=settings.temperature, repeat_penalty=settings.repetition_penalty, reset=True,
+            grammar=compile_grammar(settings, vocab),
         ):
             completion += 1
             if llama_cpp.llama_vocab_is_eog(vocab, token):
@@ -157,7 +159,7 @@ class LlamaCppEngine(Engine):
             messages=to_openai_messages(messages), tools=tools, stream=True,
             max_tokens=settings.max_new_tokens, temperature=settings.temperature, top_p=settings.top_p,
             top_k=settings.top_k if not settings.greedy else 1, min_p=0.0,
-            repeat_penalty=settings.repetition_penalty, seed=settings.seed,
+            repeat_penalty=settings.repetition_penalty, seed=settings.seed, grammar=compile_grammar(settings, self.llm._model.vocab),
         )
         yield from stream.read(chunks, cancel)
         # llama-cpp-python streams one token per chunk and reports no usage while streaming.
@@ -169,6 +171,34 @@ class LlamaCppEngine(Engine):
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             llm.close()
+
+
+def compile_grammar(settings: GenerationSettings, vocab: Any) -> Any:
+    """llama.cpp's grammar for the settings' JSON schema or GBNF text; None when unconstrained.
+
+    llama-cpp-python parses a grammar only when it builds the sampler, and a grammar that does not
+    parse there crashes the process (a NULL sampler is used). So the text is first parsed here with
+    llama.cpp's own parser on this model's vocabulary, and a bad one is an EngineError instead."""
+    if not settings.constrained:
+        return None
+    import json
+
+    import llama_cpp
+    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import LLAMA_GRAMMAR_DEFAULT_ROOT, json_schema_to_gbnf
+
+    what = "JSON schema" if settings.json_schema is not None else "grammar"
+    try:
+        text = json_schema_to_gbnf(json.dumps(settings.json_schema)) if settings.json_schema is not None \
+            else str(settings.grammar)
+    except Exception as exc:  # noqa: BLE001 - the converter raises ValueError/KeyError/TypeError
+        raise EngineError(f"llama.cpp cannot use this {what}: {type(exc).__name__}: {exc}") from None
+    probe = llama_cpp.llama_sampler_init_grammar(vocab, text.encode("utf-8"), LLAMA_GRAMMAR_DEFAULT_ROOT.encode())
+    if not probe:
+        raise EngineError(f"llama.cpp cannot use this {what}: it does not parse as a GBNF grammar "
+                          f"with a '{LLAMA_GRAMMAR_DEFAULT_ROOT}' rule")
+    llama_cpp.llama_sampler_free(probe)
+    return LlamaGrammar.from_string(text, verbose=False)
 
 
 def _raise(message: str) -> None:

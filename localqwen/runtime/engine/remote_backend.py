@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 class RemoteEngine(Engine):
     backend = "remote"
+    supports_structured_output = True  # asked of the server; one that cannot says so in its error
 
     def __init__(self, base_url: str, *, model_id: str = "", api_key: str | None = None,
                  api_key_env: str = "", supports_images: bool = True, timeout: float = 600.0) -> None:
@@ -49,6 +50,19 @@ class RemoteEngine(Engine):
             raise EngineError(f"{self.base_url}{path} answered HTTP {exc.code}: {body}") from exc
         except (urllib.error.URLError, OSError) as exc:
             raise EngineError(f"cannot reach the remote server at {self.base_url}: {exc}") from exc
+
+    def _completion_request(self, payload: dict[str, Any]) -> Any:
+        """POST a chat completion. OpenAI, vLLM and LocalQwen take ``response_format`` as
+        ``json_schema``; llama-cpp-python's server only as ``json_object`` with a ``schema``: a
+        server that refuses the first shape is asked once more in the second."""
+        try:
+            return self._request("/chat/completions", payload)
+        except EngineError as exc:
+            wanted = payload.get("response_format") or {}
+            if wanted.get("type") != "json_schema" or "response_format" not in str(exc):
+                raise
+            retry = {**payload, "response_format": {"type": "json_object", "schema": wanted["json_schema"]["schema"]}}
+            return self._request("/chat/completions", retry)
 
     def _json(self, path: str, payload: dict[str, Any] | None = None) -> Any:
         with self._request(path, payload) as response:
@@ -87,6 +101,11 @@ class RemoteEngine(Engine):
             payload["stop"] = list(settings.stop)
         if tools:
             payload["tools"] = tools
+        if settings.json_schema is not None:  # OpenAI's structured output (vLLM, llama.cpp's server, LocalQwen)
+            payload["response_format"] = {"type": "json_schema",
+                                          "json_schema": {"name": "reply", "schema": settings.json_schema}}
+        if settings.grammar is not None:  # llama.cpp's server reads "grammar" (GBNF)
+            payload["grammar"] = settings.grammar
         return payload
 
     # -- Engine ----------------------------------------------------------------------------
@@ -101,7 +120,7 @@ class RemoteEngine(Engine):
     def _stream(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
                 cancel: CancelToken | None) -> Iterator[str]:
         stream = ChunkStream(settings.stop)
-        with self._request("/chat/completions", self._payload(messages, tools, settings, stream=True)) as response:
+        with self._completion_request(self._payload(messages, tools, settings, stream=True)) as response:
             yield from stream.read(_server_sent_events(response), cancel)
         if "prompt_tokens" in stream.usage:
             prompt_tokens = int(stream.usage["prompt_tokens"])

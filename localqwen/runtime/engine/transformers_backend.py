@@ -228,6 +228,7 @@ class TransformersEngine(Engine):
              cancel: CancelToken | None = None) -> ChatResult:
         """Like ``stream`` but without the streamer thread: ``generate`` runs right here."""
         self.ensure_open()
+        self.check_settings(settings or GenerationSettings())
         check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
         self.last_result = self._generate([messages], tools, settings, cancel)[0]
         return self.last_result
@@ -236,6 +237,7 @@ class TransformersEngine(Engine):
                    cancel: CancelToken | None = None) -> list[ChatResult]:
         """Real batching: all conversations go through one left-padded ``generate`` call."""
         self.ensure_open()
+        self.check_settings(settings or GenerationSettings())
         if not conversations:
             return []
         for messages in conversations:
