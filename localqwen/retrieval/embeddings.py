@@ -51,13 +51,16 @@ class Embedder:
 
     def __init__(self, name: str | None = None, device: str | None = None) -> None:
         from localqwen.retrieval.quiet import quiet_loading
+        from localqwen.runtime.model_files import check_no_pickle_only
 
         self.name = name or DEFAULT_EMBEDDING_MODEL
         self.path = resolve_model_path(self.name)
+        check_no_pickle_only(Path(self.path))  # safetensors only, as for every model LocalQwen loads
         with quiet_loading():  # no "Loading weights" bar or library deprecation notes on every command
             from sentence_transformers import SentenceTransformer
 
-            self.model = SentenceTransformer(self.path, device=device or "cpu")
+            self.model = SentenceTransformer(self.path, device=device or "cpu",
+                                             model_kwargs={"use_safetensors": True})
         self.dimension = int(self.model.get_embedding_dimension()
                              if hasattr(self.model, "get_embedding_dimension")
                              else self.model.get_sentence_embedding_dimension())

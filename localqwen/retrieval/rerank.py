@@ -22,13 +22,16 @@ if TYPE_CHECKING:
 class Reranker:
     def __init__(self, name: str, device: str | None = None, max_length: int = 512) -> None:
         from localqwen.retrieval.quiet import quiet_loading
+        from localqwen.runtime.model_files import check_no_pickle_only
 
         path = Path(name).expanduser()
         self.name = str(path.resolve()) if path.exists() else name
+        check_no_pickle_only(path)  # safetensors only, as for every model LocalQwen loads
         with quiet_loading():
             from sentence_transformers import CrossEncoder
 
-            self.model = CrossEncoder(self.name, device=device or "cpu", max_length=max_length)
+            self.model = CrossEncoder(self.name, device=device or "cpu", max_length=max_length,
+                                      model_kwargs={"use_safetensors": True})
 
     def scores(self, query: str, texts: list[str], batch_size: int = 32) -> list[float]:
         if not texts:

@@ -129,6 +129,21 @@ def check_model_folder(path: Path) -> None:
         check_safetensors(weight)
 
 
+def check_no_pickle_only(path: Path) -> None:
+    """For model folders of other layouts (sentence-transformers embedders and cross-encoders keep
+    weights in sub-folders): refuse one whose only weights are pickle files."""
+    path = Path(path)
+    if not path.is_dir():
+        return
+    if any(path.rglob("*.safetensors")):
+        return
+    pickles = sorted(p.relative_to(path).as_posix() for p in path.rglob("*") if p.suffix in PICKLE_SUFFIXES)
+    if pickles:
+        raise PickleCheckpointError(
+            f"{path} holds only pickle weights ({', '.join(pickles[:3])}); pickle files can run arbitrary "
+            "code, so LocalQwen loads safetensors only. Convert them on a trusted machine.")
+
+
 def check_safetensors(path: Path) -> None:
     """Verify the header parses and the file is as long as the header says (catches truncation)."""
     size = path.stat().st_size

