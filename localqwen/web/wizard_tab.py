@@ -306,7 +306,8 @@ def build(bench: Workbench, plugin: Plugin) -> WizardTab:
             status = gr.Markdown("", elem_id=f"wizard-status-{key}")
             progress = gr.HTML("", elem_id=f"wizard-progress-{key}")
             text = gr.Markdown("", elem_id=f"wizard-output-{key}", sanitize_html=True)
-            gallery = gr.Gallery(label=t("events.images"), visible=False, height=300, elem_id=f"wizard-gallery-{key}")
+            gallery = gr.Gallery(label=t("events.images"), visible=False, height=300, object_fit="contain",
+                                 elem_id=f"wizard-gallery-{key}")  # a chart shown whole, not cropped
             plot = gr.Plot(label=t("events.metrics"), visible=False, elem_id=f"wizard-metrics-{key}")
             files = gr.File(label=t("events.files"), file_count="multiple", interactive=False, visible=False,
                             elem_id=f"wizard-files-{key}")

@@ -233,6 +233,10 @@ def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_
     wait.until(ec.text_to_be_present_in_element((By.ID, "wizard-status-trainer"), "done"))
     time.sleep(1)  # let the chart draw
     assert "Error" not in driver.find_element(By.ID, "wizard-status-trainer").text
+    assert driver.find_element(By.ID, "wizard-metrics-trainer").is_displayed()  # the charts
+    driver.set_window_size(1400, 2200)  # the step bar, the estimate and the charts in one picture
+    driver.execute_script("window.scrollTo(0, 0)")
+    time.sleep(0.5)
     shot = tmp_path / "web_wizard.png"
     driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
