@@ -138,7 +138,7 @@ class WizardScreen(BaseScreen):
             self.app.call_from_thread(self.notify, f"{type(exc).__name__}: {exc}", severity="error")
             view = StepView(done=self.done)
         if walk.index == index:  # still on that step
-            self.app.call_from_thread(self._show_view, view)
+            self.app.call_from_thread(self._show_view, view)  # type: ignore[arg-type]
 
     async def _show_view(self, view: StepView) -> None:
         if not self.is_attached:
