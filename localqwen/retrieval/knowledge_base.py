@@ -120,6 +120,8 @@ class KnowledgeBaseManager:
         for folder in self.root.glob("kb-*"):
             if folder.is_dir() and folder.name[3:] not in known:
                 shutil.rmtree(folder, ignore_errors=True)
+            elif folder.suffix == ".lock" and folder.stem[3:] not in known:
+                folder.unlink(missing_ok=True)  # the writer lock of a deleted knowledge base
 
     # ------------------------------------------------------------ CRUD
     def create(self, name: str, *, embedding_model: str | None = None, chunk_tokens: int = 200,
@@ -414,7 +416,10 @@ class KnowledgeBase:
             # A reader repairs only when no writer is alive (it gets the lock at once); otherwise it
             # reads the recorded version and leaves the live writer's work alone.
             lock = self.manager.writer_lock(self.id)
-            held = lock.acquire(blocking=False)
+            try:
+                held = lock.acquire(blocking=False)
+            except OSError:  # a read-only data folder: no lock file, so only read
+                held = False
             try:
                 table, version = self._open(repair=held)
             finally:

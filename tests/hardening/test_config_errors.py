@@ -31,8 +31,10 @@ def test_a_config_folder_is_reported_not_a_traceback(isolated_home):
         load_config(folder, strict=True)
 
 
-@pytest.mark.parametrize("command", [["plugins"], ["models", "list"],
-                                     ["run", "rag", "knowledge-bases"], ["config", "show"], ["config", "edit"]])
+COMMANDS = [["plugins"], ["models", "list"], ["run", "rag", "knowledge-bases"], ["config", "show"], ["config", "edit"]]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=[" ".join(c) for c in COMMANDS])
 def test_every_command_names_a_config_folder(isolated_home, command):
     _config_file(isolated_home).mkdir()
     completed = subprocess.run([sys.executable, "-m", "localqwen.cli.main", *command], capture_output=True,
@@ -56,7 +58,7 @@ def test_setting_a_value_in_a_config_folder_is_a_clear_error(isolated_home):
     ('max_file_mb = "lots"', r"plugins\.rag\.max_file_mb: Input should be a valid integer.*'lots'"),
     ("max_file_mb = -1", r"plugins\.rag\.max_file_mb: Input should be greater than or equal to 1.*-1"),
     ("allowed_roots = 3", r"plugins\.rag\.allowed_roots: Input should be a valid list"),
-])
+], ids=["not a number", "negative size", "not a list"])
 def test_a_wrong_plugin_setting_names_the_file_key_and_line(isolated_home, tmp_path, line, message):
     from localqwen.app import Workbench
     from localqwen.plugin_api import events as ev

@@ -224,11 +224,15 @@ def test_a_killed_lock_holder_releases_the_lock(tmp_path):
     lock.release()
 
 
-def test_the_lock_serialises_threads_of_one_process_too(tmp_path):
-    lock = FileLock(tmp_path / "writer.lock")
+@pytest.mark.parametrize("shared", [True, False], ids=["one lock object", "one object per thread"])
+def test_the_lock_serialises_threads_of_one_process_too(tmp_path, shared):
+    """Shared object: its thread lock; separate objects: the OS lock (flock holds per open file)."""
+    path = tmp_path / "writer.lock"
+    common = FileLock(path)
     inside, overlaps = [], []
 
     def work() -> None:
+        lock = common if shared else FileLock(path)
         for _ in range(20):
             with lock:
                 inside.append(1)
@@ -243,3 +247,30 @@ def test_the_lock_serialises_threads_of_one_process_too(tmp_path):
     for thread in threads:
         thread.join(timeout=30)
     assert not overlaps
+
+
+def test_deleting_a_knowledge_base_waits_for_its_writer_and_its_lock_file_goes_on_restart(tmp_path):
+    """Delete takes the writer lock (not mid-commit of another process); the next start removes the
+    lock file of a knowledge base that no longer exists."""
+    from localqwen.retrieval.knowledge_base import KnowledgeBaseManager
+    from localqwen.storage.database import Database
+
+    database = Database(tmp_path / "db.sqlite")
+    root = tmp_path / "retrieval"
+    manager = KnowledgeBaseManager(database, root)
+    with database.connect() as conn:  # a knowledge base row as create() writes it, without loading an embedder
+        conn.execute("INSERT INTO knowledge_bases(id, name, embedding_model, dimension, chunk_tokens, chunk_overlap,"
+                     " table_name, table_version, created_at) VALUES ('abc123', 'gone', 'm', 4, 200, 40, 'chunks_0',"
+                     " NULL, 0)")
+    lock = manager.writer_lock("abc123")
+    assert lock.acquire(blocking=False)  # a writer is committing
+    deleted = threading.Event()
+    deleter = threading.Thread(target=lambda: (manager.delete("gone"), deleted.set()))
+    deleter.start()
+    assert not deleted.wait(0.3)  # waits for the writer
+    lock.release()
+    assert deleted.wait(10)
+    deleter.join()
+    assert (root / "kb-abc123.lock").exists()
+    KnowledgeBaseManager(database, root)  # the next start
+    assert not (root / "kb-abc123.lock").exists()
