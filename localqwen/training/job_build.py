@@ -90,6 +90,7 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
         model_ref, task=config.model.task, precision=t.precision,
         quantize_4bit=loads_in_4bit(config.method.name), trust_remote_code=config.model.trust_remote_code,
     )
+    emit(ev.Step(step="load", title=f"Loading {model_ref}", status="finished"))  # the views close its panel
     collator = ChatCollator(processor, max_length=t.max_length, pack=t.batching == "pack")
     if t.batching == "pack" and t.objective == "dpo":
         raise ValueError("batching = 'pack' is for SFT; use 'pad' or 'bucket' with DPO")
