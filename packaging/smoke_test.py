@@ -13,6 +13,7 @@ Steps (each prints `ok` with its time, or stops with what went wrong):
             it and finds every plugin's tab; screenshot saved
   tui       `tui` under a pseudo-terminal paints the home screen with every plugin
   caption   a tiny random-weight Qwen3-VL (`dev tiny-model --vision`) captions assets/demo/shapes.png
+            (its random weights may answer only end tokens: an "empty" caption counts as having run)
   train     the trainer wizard's steps, then its `run`: the training job subprocess is the frozen
             app itself (`localqwen -m localqwen.cli.main train ...`) and writes an adapter
 
@@ -206,8 +207,13 @@ class Smoke:
         events = self.events("run", "captioner", "caption", "--source", str(ROOT / "assets" / "demo" / "shapes.png"),
                              "--model", str(model), "--max-new-tokens", "8", "--output-dir", str(out))
         rows = [json.loads(line) for line in (out / "captions.jsonl").read_text().splitlines()]
-        if len(rows) != 1 or not str(rows[0].get("caption", "")).strip():
-            raise SmokeFailure(f"expected one non-empty caption, got {rows} (events: {events[-1]})")
+        answered_by = str(events[-1].get("result", {}).get("answered_by", ""))
+        # Random weights often answer only end-of-turn tokens for this image: the captioner records
+        # that as an "empty" caption, which still means the model loaded, saw the image and generated.
+        ran = len(rows) == 1 and (rows[0].get("status") == "ok" or rows[0].get("error_kind") == "empty")
+        if not ran or "transformers" not in answered_by:
+            raise SmokeFailure(f"the tiny Qwen3-VL did not caption the image: rows {rows}, Done {events[-1]}")
+        print(f"   {answered_by}: {rows[0]['status']} {rows[0].get('caption') or rows[0].get('error')!r}")
 
     def step_train(self) -> None:
         model = self.work / "tiny-qwen3"
