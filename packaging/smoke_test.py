@@ -8,6 +8,8 @@ Steps (each prints `ok` with its time, or stops with what went wrong):
   help      `--help`, and the cold start time of `--help` / `plugins --json` (frozen vs the venv)
   plugins   `plugins --json` lists every plugin pyproject.toml declares, none failed
   doctor    `doctor --json` describes the machine
+  entry     packaging/install_desktop_entry.sh writes a .desktop entry whose Exec is this app with
+            --desktop, and the icon (into a temporary XDG_DATA_HOME)
   web       the launcher a desktop icon starts (`--desktop`, no terminal): it opens the web view in
             "the default browser" (a $BROWSER script that records the URL), headless Chromium loads
             it and finds every plugin's tab; screenshot saved
@@ -44,7 +46,7 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("help", "plugins", "doctor", "web", "tui", "caption", "train")
+STEPS = ("help", "plugins", "doctor", "entry", "web", "tui", "caption", "train")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1920,1080")
 
@@ -131,6 +133,18 @@ class Smoke:
             raise SmokeFailure(f"doctor --json has no host cores or no plans: {json.dumps(report)[:2000]}")
         if not host.get("llama_cpp"):
             raise SmokeFailure("doctor says llama.cpp is missing: its shared libraries were not bundled")
+
+    def step_entry(self) -> None:
+        if self.app.parent.name != "localqwen" or not (self.app.parent / "_internal").is_dir():
+            raise SmokeFailure(f"{self.app} is not a built app folder (dist/localqwen/localqwen); skip 'entry'")
+        data = self.work / "xdg-data"
+        subprocess.run([str(ROOT / "packaging" / "install_desktop_entry.sh"), str(self.app.parent)], check=True,
+                       capture_output=True, text=True, env={**os.environ, "XDG_DATA_HOME": str(data)})
+        entry = (data / "applications" / "localqwen.desktop").read_text()
+        main_group = entry.split("\n[Desktop Action")[0]  # the actions repeat Exec
+        fields = dict(line.split("=", 1) for line in main_group.splitlines() if "=" in line and not line.startswith("#"))
+        if fields.get("Exec") != f'"{self.app}" --desktop' or not Path(fields.get("Icon", "")).is_file():
+            raise SmokeFailure(f"the installed .desktop entry does not start this app or lacks its icon:\n{entry}")
 
     def step_web(self) -> None:
         recorder = self.work / "browser.sh"
