@@ -2,7 +2,7 @@
 the metrics: one chart per quantity, a keyed image replaced in place.
 
 The handler tests build the real Blocks with the real trainer plugin and a tiny Qwen3; the slow
-test launches `localqwen web` and walks the flow through gradio_client, training included.
+test launches `localqwen web`, walks steps through gradio_client and trains in Chromium.
 """
 
 from __future__ import annotations
@@ -165,19 +165,26 @@ def trainer_web(tmp_path_factory):
         process.kill()
 
 
-def client_steps(url: str, name: str, steps: int, words: Path, tiny: Path) -> list[tuple]:
-    """Run the first ``steps`` wizard steps through gradio_client as the page does (open the setup,
-    Run, Next...); the step a session is on is session state. Returns each run's outputs:
-    (status, progress, text, gallery, plot, files, step bar); the job id is state, not sent."""
-    from gradio_client import Client, handle_file
+def step_field_names() -> list[str]:
+    """The page's fields, every step's, in order (what the run endpoint takes after the name)."""
     from localqwen_trainer.plugin import Trainer
 
     from localqwen.plugin_api import form_fields
 
     plugin = Trainer()
     flow = plugin.guided_flow()
-    names = [spec.name for step in flow.steps for spec in form_fields(plugin.action(step.action).form)
-             if spec.name != flow.name_field]  # the page's fields, every step's, in order
+    return [spec.name for step in flow.steps for spec in form_fields(plugin.action(step.action).form)
+            if spec.name != flow.name_field]
+
+
+def client_steps(url: str, name: str, steps: int, words: Path, tiny: Path) -> list[tuple]:
+    """Run the first ``steps`` wizard steps through gradio_client as the page does (open the setup,
+    Run, Next...); the step a session is on is session state. Returns each run's outputs:
+    (status, progress, text, gallery, plot, files, step bar); the job id is state, not sent."""
+    from gradio_client import Client, handle_file
+
+
+    names = step_field_names()
     client = Client(url, verbose=False)
     params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/wizard_trainer_run"]["parameters"]
     assert len(params) == 1 + len(names)  # the name, then the fields (the step index is session state)
@@ -195,25 +202,13 @@ def client_steps(url: str, name: str, steps: int, words: Path, tiny: Path) -> li
     return results
 
 
-@pytest.mark.slow
-def test_launched_web_view_runs_the_wizard_to_the_end_without_the_folder_crash(trainer_web, tmp_path,
-                                                                              tiny_qwen3_path):
-    """Every step through gradio_client, training included: the run step ends "done" (it crashed on
-    the adapter folder, leaving "Error" in every panel) and the evaluation compares base and tuned."""
-    words = tmp_path / "words.jsonl"
-    words.write_text(words_rows())
-    results = client_steps(trainer_web, "web", 6, words, tiny_qwen3_path)
-    for index, (status, _progress, text, *_rest) in enumerate(results):
-        assert "done" in status, (index, status, text)
-    assert "Base vs tuned" in results[5][2] and "Held-out scores" in results[5][2]  # both tables, as text
-    assert "📁" in results[4][2]  # the trained adapter folder, named with its files
-    assert "✓ 5. Run" in results[5][-1]
-
-
 @pytest.mark.browser
 @pytest.mark.slow
 def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_qwen3_path):  # noqa: F811
-    """Steps 1-4 through the API, then Chromium: the page opens at step 5, Start training, done."""
+    """`localqwen web` as a user starts it. Steps 1-4 through gradio_client (the page's own
+    endpoints), then Chromium: the page opens at step 5, Start training ends "done" (the adapter
+    folder handed to gr.File left "Error" in every panel and the status at "running"), then the
+    evaluation through the API compares base and tuned."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
@@ -237,9 +232,22 @@ def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_
     driver.set_window_size(1400, 2200)  # the step bar, the estimate and the charts in one picture
     driver.execute_script("window.scrollTo(0, 0)")
     time.sleep(0.5)
+    assert "📁" in driver.find_element(By.ID, "wizard-output-trainer").text  # the adapter folder, listed
     shot = tmp_path / "web_wizard.png"
     driver.save_screenshot(str(shot))
     assert shot.stat().st_size > 10_000
     if os.environ.get("LOCALQWEN_UPDATE_SNAPSHOTS") == "1":
         DOCS.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(shot, DOCS / "web_wizard.png")
+
+    from gradio_client import Client
+
+    client = Client(trainer_web, verbose=False)
+    opened = client.predict("default", api_name="/wizard_trainer_open")
+    assert "Step 6 of 6" in opened[0]  # the step bar (the step index is session state, not sent)
+    names = step_field_names()
+    params = client.view_api(return_format="dict", print_info=False)["named_endpoints"]["/wizard_trainer_run"]["parameters"]
+    given = {"compare_rows": 2, "max_rows": 3, "max_new_tokens": 3}
+    values = [given.get(n, p.get("parameter_default")) for n, p in zip(names, params[1:], strict=True)]
+    status, _progress, text, *_rest = client.predict("default", *values, api_name="/wizard_trainer_run")
+    assert "done" in status and "Held-out scores" in text and "Base vs tuned" in text
