@@ -308,8 +308,10 @@ class Captioner(Plugin):
                 # Keys are absolute paths, so references from any folder layout line up.
                 yield from caption_images(images, Path("/"), _captioner(engine, prompt, form.max_new_tokens, ctx),
                                           journal, options, ctx.cancel)
+                # An empty answer is a failed caption, but it scores as what it is: an empty prediction
+                # (dropping it would raise the model's score).
                 predicted = {r.path: r.caption for r in journal.records.values()
-                             if r.status == "ok" and Path(r.path) in refs}
+                             if (r.status == "ok" or r.error_kind == "empty") and Path(r.path) in refs}
                 scores[label] = score_captions({p: refs[Path(p)] for p in predicted}, predicted).as_dict()
                 yield ev.Step(step=label, title=f"Captioning with the {label} model", status="finished")
             atomic_write_text(out_dir / "metrics.json", json.dumps(scores, indent=2))

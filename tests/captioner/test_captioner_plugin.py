@@ -65,9 +65,12 @@ def _caption(bench, **values):
     return list(bench.run("captioner", "caption", values))
 
 
-def test_caption_folder_with_progress_errors_txt_and_resume(bench, tiny_qwen3_vl_path, tmp_path):
+def test_caption_folder_with_progress_errors_txt_and_resume(bench, tiny_qwen3_vl_path, adapter_dir, tmp_path):
+    # The random adapter with 16 new tokens makes the tiny model say something for every image (the
+    # bare tiny model answers with nothing, which is recorded as a failed caption).
     root = _shapes_folder(tmp_path / "photos")
-    events = _caption(bench, source=str(root), model=str(tiny_qwen3_vl_path), batch_size=2, write_txt=True)
+    model = {"model": str(tiny_qwen3_vl_path), "adapter": str(adapter_dir), "max_new_tokens": 16}
+    events = _caption(bench, source=str(root), batch_size=2, write_txt=True, **model)
     done = events[-1]
     assert done.status == "ok", done.summary
     assert (done.result["captioned"], done.result["errors"], done.result["txt_written"]) == (4, 1, 4)
@@ -84,7 +87,7 @@ def test_caption_folder_with_progress_errors_txt_and_resume(bench, tiny_qwen3_vl
     assert (root / "nested" / "green.txt").read_text().strip() == rows["nested/green.jpg"]["caption"].strip()
     assert rows["red_circle.png"]["model"] and rows["red_circle.png"]["prompt"].startswith("Describe")
     # Second run into the same (default) output folder resumes: nothing is captioned twice.
-    again = _caption(bench, source=str(root), model=str(tiny_qwen3_vl_path), batch_size=2)[-1]
+    again = _caption(bench, source=str(root), batch_size=2, **model)[-1]
     assert again.result["output_dir"] == done.result["output_dir"]
     assert (again.result["skipped"], again.result["captioned"], again.result["errors"]) == (4, 0, 1)
 

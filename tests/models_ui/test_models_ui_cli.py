@@ -107,11 +107,26 @@ def _images(root: Path) -> Path:
     return root
 
 
+def _talking_adapter(tiny_qwen3_vl_path: Path, folder: Path) -> Path:
+    """A random LoRA adapter: with it the tiny model says something (bare, it answers with nothing,
+    which the captioner records as a failed caption)."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForImageTextToText
+
+    torch.manual_seed(1)
+    model = AutoModelForImageTextToText.from_pretrained(tiny_qwen3_vl_path)
+    config = LoraConfig(r=8, lora_alpha=64, target_modules=["q_proj", "v_proj", "o_proj"], init_lora_weights=False)
+    get_peft_model(model, config).save_pretrained(folder)
+    return folder
+
+
 @pytest.mark.slow
 def test_captioner_prints_each_caption_once_and_names_previews_plainly(tmp_path, tiny_qwen3_vl_path, isolated_home):
     folder = _images(tmp_path / "imgs")
+    adapter = _talking_adapter(tiny_qwen3_vl_path, tmp_path / "adapter")
     args = ["run", "captioner", "caption", "--source", str(folder), "--model", str(tiny_qwen3_vl_path),
-            "--max-new-tokens", "6", "--output-dir", str(tmp_path / "out")]
+            "--adapter", str(adapter), "--max-new-tokens", "16", "--output-dir", str(tmp_path / "out")]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = result.stdout
