@@ -312,7 +312,10 @@ class KnowledgeBase:
                 holder = lock.holder()
                 yield events.Log(message=f"waiting for another writer of '{self.name}'"
                                          + (f" ({holder})" if holder else "") + " to finish its commit")
-                lock.acquire()
+                if not lock.acquire(cancelled=lambda: cancel.cancelled):
+                    yield events.Done(status="cancelled", summary="ingestion cancelled; the index is unchanged",
+                                      elapsed_s=time.monotonic() - started)
+                    return
             try:
                 self._commit(rows, records, replaced, [])
             finally:

@@ -40,8 +40,15 @@ class FileLock:
         """Take the lock; False when ``blocking`` is off (or ``timeout`` passed, or ``cancelled()``
         turned true) while another holder has it."""
         started = time.monotonic()
-        if not self._threads.acquire(blocking, -1 if timeout is None or not blocking else timeout):
-            return False
+
+        def give_up() -> bool:
+            return (not blocking or (timeout is not None and time.monotonic() - started >= timeout)
+                    or (cancelled is not None and cancelled()))
+
+        # Another thread of this process holding it: wait in short steps, so timeout and cancel work.
+        while not self._threads.acquire(blocking, POLL_S if blocking else -1):
+            if give_up():
+                return False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -53,9 +60,7 @@ class FileLock:
                 self._fd = fd
                 _write_owner(fd)
                 return True
-            waited = time.monotonic() - started
-            if (not blocking or (timeout is not None and waited >= timeout)
-                    or (cancelled is not None and cancelled())):
+            if give_up():
                 os.close(fd)
                 self._threads.release()
                 return False

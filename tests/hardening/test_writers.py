@@ -274,3 +274,22 @@ def test_deleting_a_knowledge_base_waits_for_its_writer_and_its_lock_file_goes_o
     assert (root / "kb-abc123.lock").exists()
     KnowledgeBaseManager(database, root)  # the next start
     assert not (root / "kb-abc123.lock").exists()
+
+
+def test_a_waiting_writer_can_give_up_or_be_cancelled(tmp_path):
+    """Waiting for the lock honours a timeout and a cancel, also against another thread of this process."""
+    lock = FileLock(tmp_path / "writer.lock")
+    assert lock.acquire()
+    for contender in (lock, FileLock(tmp_path / "writer.lock")):  # the same object (thread lock), another (OS lock)
+        result: list[bool] = []
+        thread = threading.Thread(target=lambda c=contender, r=result: r.append(c.acquire(timeout=0.2)))
+        thread.start()
+        thread.join(timeout=10)
+        assert result == [False]
+        deadline = time.monotonic() + 0.2
+        started = time.monotonic()
+        assert not contender.acquire(cancelled=lambda d=deadline: time.monotonic() > d)
+        assert 0.15 < time.monotonic() - started < 5
+    lock.release()
+    assert lock.acquire(blocking=False)
+    lock.release()
