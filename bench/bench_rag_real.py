@@ -101,8 +101,9 @@ def write_documents(data, doc_ids: list[str], folder: Path) -> None:
 def run_real(args) -> int:
     from real_model import real_model_path
 
-    home = Path(tempfile.mkdtemp(prefix="bench-rag-real-"))
+    home = Path(args.home) if args.home else Path(tempfile.mkdtemp(prefix="bench-rag-real-"))
     os.environ["LOCALQWEN_HOME"] = str(home)
+    print(f"LocalQwen home: {home} (pass --home {home} to reuse its knowledge base)", flush=True)
     from localqwen.app import Workbench
     from localqwen.plugin_api import events
 
@@ -115,9 +116,10 @@ def run_real(args) -> int:
     bench.set_config("plugins.rag", "model", str(real_model_path()))
     bench.set_config("plugins.rag", "allowed_roots", [str(home)])
     start = time.perf_counter()
+    # add-documents skips files it already holds unchanged, so a reused home costs only the check.
     list(bench.run("rag", "add-documents", {"paths": [str(docs)], "knowledge_base": "scifact"}))
-    print(f"knowledge base: {len(doc_ids)} SciFact abstracts ingested in {time.perf_counter() - start:.0f} s",
-          flush=True)
+    print(f"knowledge base: {len(doc_ids)} SciFact abstracts ingested (or checked) in "
+          f"{time.perf_counter() - start:.0f} s", flush=True)
 
     def ask(question: str, session: str) -> tuple[events.Done, float, list[str]]:
         began = time.perf_counter()
@@ -133,8 +135,20 @@ def run_real(args) -> int:
         return done, time.perf_counter() - began, warnings
 
     ask("Is it true that statins lower cholesterol?", "warm-up")  # loads the model and the embedder once
+    # Off-topic questions first: they are quick, so a run cut short by --budget still scores them all.
+    off_rows = []
+    for n, question in enumerate(off_topic, start=1):
+        done, seconds, warnings = ask(question, f"off-{n}")
+        off_rows.append({"question": question, "seconds": round(seconds, 1), "refused": bool(done.result.get("refused")),
+                         "answer": done.result.get("answer", ""), "model_calls": done.result.get("model_calls")})
+        print(f"[off {n}/{len(off_topic)}] {seconds:5.1f}s refused={off_rows[-1]['refused']}: {done.summary[:100]}",
+              flush=True)
     rows = []
+    began = time.perf_counter()
     for n, qid in enumerate(chosen, start=1):
+        if args.budget and time.perf_counter() - began > args.budget:
+            print(f"time budget of {args.budget} s spent: stopping after {len(rows)} of {len(chosen)} claims", flush=True)
+            break
         question = as_question(data.queries[qid])
         done, seconds, warnings = ask(question, f"claim-{qid}")
         result = done.result
@@ -146,17 +160,13 @@ def run_real(args) -> int:
                "relevant": sorted(relevant), "correct": [d for d in cited_docs if d in relevant],
                "model_calls": result.get("model_calls"), "topology": result.get("topology"),
                "answer": result.get("answer", ""), "reasons": result.get("outcome_reasons", []),
-               "warnings": warnings}
+               "warnings": warnings, "load_average": round(os.getloadavg()[0], 1)}
         rows.append(row)
         print(f"[{n}/{len(chosen)}] {seconds:5.1f}s calls={row['model_calls']} cited={cited_docs} "
-              f"relevant={sorted(relevant)} {done.status}: {done.summary[:120]}", flush=True)
-    off_rows = []
-    for n, question in enumerate(off_topic, start=1):
-        done, seconds, warnings = ask(question, f"off-{n}")
-        off_rows.append({"question": question, "seconds": round(seconds, 1), "refused": bool(done.result.get("refused")),
-                         "answer": done.result.get("answer", ""), "model_calls": done.result.get("model_calls")})
-        print(f"[off {n}/{len(off_topic)}] {seconds:5.1f}s refused={off_rows[-1]['refused']}: {done.summary[:100]}",
-              flush=True)
+              f"relevant={sorted(relevant)} load={row['load_average']} {done.status}: {done.summary[:120]}", flush=True)
+        if args.out:  # kept as it goes, so a stopped run still leaves its answers
+            Path(args.out).write_text(json.dumps({"claims": rows, "off_topic": off_rows}, indent=1,
+                                                 ensure_ascii=False), encoding="utf-8")
 
     answered = [r for r in rows if not r["refused"]]
     cited = [r for r in rows if r["cited"]]
@@ -172,6 +182,8 @@ def run_real(args) -> int:
         "median_off_topic_latency_s": statistics.median(r["seconds"] for r in off_rows) if off_rows else None,
         "model_calls_per_question": statistics.mean(r["model_calls"] or 0 for r in rows + off_rows),
         "graded_failure": sum(r["outcome"] == "failure" for r in answered),
+        "load_average_median": statistics.median(r["load_average"] for r in rows) if rows else None,
+        "cpu_count": os.cpu_count(),
     }
     print(json.dumps(summary, indent=1))
     if args.out:
@@ -282,6 +294,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--offline", action="store_true", help="measure the gate and attribution, no LLM")
     parser.add_argument("--train-claims", type=int, default=150, help="train claims for --offline")
     parser.add_argument("--out", default="", help="write every answer and the summary as JSON here")
+    parser.add_argument("--budget", type=float, default=0,
+                        help="seconds for the claims; stop asking new ones after it (off-topic ones run first)")
+    parser.add_argument("--home", default="", help="LocalQwen home to use (reuses its knowledge base); "
+                                                   "default: a new temporary one")
     args = parser.parse_args(argv)
     if not (DATA_DIR / "scifact").is_dir():
         print(f"SciFact is not at {DATA_DIR / 'scifact'} (see ../shared/data/README.md)")

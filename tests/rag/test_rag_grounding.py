@@ -93,3 +93,19 @@ def test_a_faithful_answer_with_a_real_quote_passes_the_checks():
 def test_sentence_splitting_keeps_a_trailing_citation_with_its_sentence():
     assert grounding.split_sentences("Statins lower LDL. [1] Aspirin prevents clots.\n- a list item") == [
         "Statins lower LDL. [1]", "Aspirin prevents clots.", "- a list item"]
+
+
+def test_the_prompt_tag_written_into_an_answer_becomes_a_citation():
+    answer = responder.finalize('As <untrusted_document id="2"> says, low dose aspirin prevents blood clots after '
+                                "a heart attack.", _hits(), True)
+    assert "untrusted_document" not in answer.text and answer.model_citations == [2]
+    assert answer.grounding.quote_problems == []  # the tag's quotes are not a quotation
+
+
+def test_the_responder_reads_the_question_s_sentences_of_long_passages():
+    passage = ("Statins are drugs. They were introduced in 1987. Muscle pain is the most common side effect of "
+               "statins. The trial ran in Boston. Patients were followed for five years. Statins lower LDL.")
+    focused = responder.focus(passage, "What is the most common side effect of statins?", keep=3)
+    assert focused.startswith("Statins are drugs.") and "Muscle pain is the most common side effect" in focused
+    assert "..." in focused and len(focused) < len(passage)
+    assert responder.focus("Short. Passage.", "anything") == "Short. Passage."

@@ -42,7 +42,10 @@ MIN_QUOTE_WORDS = 4  # shorter quoted spans are names or terms, not quotes
 CITATION = re.compile(r"\[(\d{1,3})\]")
 UNSUPPORTED_MARK = "[unsupported]"
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
-_QUOTE = re.compile(r"\"([^\"]{8,}?)\"|“([^”]{8,}?)”")
+_QUOTE = re.compile(r"(?<![\w=])\"([^\"<>]{8,}?)\"(?!\w)|“([^”<>]{8,}?)”")
+# The model naming a passage by the prompt's tag (``<untrusted_document id="2">``, "document 2") means [2].
+_DOCUMENT_MENTION = re.compile(r"<\s*/?\s*untrusted_document[^>]*?id\s*=\s*\"?(\d{1,3})\"?[^>]*>|"
+                               r"<\s*/?\s*untrusted_document[^>]*>", re.IGNORECASE)
 _SOURCES_HEADER = re.compile(r"(?i)^\s*[#*_\s]*(sources?|references?|citations?|bibliography|参考|来源)"
                              r"[*_\s]*[:：]?[*_\s]*(?:\[\d{1,3}\][,;\s]*)*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[\d{1,3}\]|\d{1,3}[.)])\s*\S")
@@ -164,6 +167,11 @@ def _rejoin(sentences: list[str]) -> str:
         else:
             out += " " + sentence
     return out
+
+
+def normalise_mentions(body: str) -> str:
+    """``<untrusted_document id="2">`` written into an answer becomes ``[2]`` (a bare tag disappears)."""
+    return _DOCUMENT_MENTION.sub(lambda m: f"[{m.group(1)}]" if m.group(1) else "", body)
 
 
 def strip_copied_sources(body: str) -> str:

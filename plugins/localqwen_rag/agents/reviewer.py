@@ -68,7 +68,7 @@ def review(llm: LLM | None, question: str, answer: Answer) -> Verdict:
     if problems:
         fallback.source = "checks (the model is not asked when they fail)"
         return fallback
-    user = (f"Question: {question}\n\nEvidence:\n{evidence_block(answer.evidence) or '(none)'}\n\n"
+    user = (f"Question: {question}\n\nEvidence:\n{evidence_block(answer.evidence, question) or '(none)'}\n\n"
             f"Answer:\n{answer.body}")
     raw = llm.complete(SYSTEM, user, max_new_tokens=96)
     parsed = parse_verdict(raw)
