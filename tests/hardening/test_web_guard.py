@@ -125,7 +125,7 @@ def call_api(port: int, api_name: str, data: list, **headers_kw) -> tuple[int, s
     return request(port, "GET", f"/gradio_api/call/{api_name}/{event_id}", **headers_kw)[0::2]
 
 
-SEARCH = ["vault code", "default", 5, "hybrid", False]
+SEARCH = ["vault code", "default", 5, "bm25", False]  # bm25: the server needs no embedder for the query
 
 
 def caption_inputs(images: Path, out: Path) -> list:
