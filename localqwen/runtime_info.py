@@ -140,3 +140,41 @@ def model_targets(plugins: list[Any]) -> list[tuple[str, str]]:
 
     ordered = sorted(plugins, key=lambda plugin: plugin.id != DEFAULT_CHAT_PLUGIN)  # stable: others keep their order
     return [(plugin.id, plugin.title) for plugin in ordered]
+
+
+def model_choices(services: Services, current: str = "") -> list[tuple[str, str]]:
+    """What a "which model" picker offers, as (label, value): the catalog's chat and vision models
+    (by id), then models found in the Hugging Face / ModelScope caches (by path), then ``current``
+    when it is none of these (a folder or .gguf the user chose)."""
+    from localqwen.runtime import catalog
+    from localqwen.runtime.hub_cache import cached_models
+
+    choices = [(f"{entry.title} · {entry.id}", entry.id) for entry in catalog.CATALOG if entry.kind == "chat"]
+    try:
+        cached = cached_models(generative_only=True)
+    except OSError:  # an unreadable cache folder only costs its entries
+        cached = []
+    choices += [(f"{model.label} · {t('models.from_cache')}", str(model.path)) for model in cached]
+    if current and current not in {value for _, value in choices}:
+        choices.append((current, current))
+    return choices
+
+
+def check_model_choice(services: Services, value: str) -> str:
+    """"" when ``value`` can be a plugin's model (empty, a catalog id, a hub repo, or a folder /
+    .gguf that passes the model file checks), else what is wrong with it, for the user."""
+    from pathlib import Path
+
+    from localqwen.runtime import catalog
+
+    value = value.strip()
+    if not value or catalog.find(value) is not None:
+        return ""
+    looks_like_path = value.startswith((".", "/", "~")) or value.endswith(".gguf") or Path(value).expanduser().exists()
+    if not looks_like_path:
+        return "" if value.count("/") == 1 else t("models.unknown_model", model=value)
+    try:
+        _service(services, "models").local(Path(value))
+    except Exception as exc:  # ModelFileError and friends: their message says what to fix
+        return str(exc)
+    return ""

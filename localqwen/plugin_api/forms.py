@@ -50,10 +50,18 @@ def field(
     placeholder: str = "",
     advanced: bool = False,
     default_factory: Any = None,
+    options_from: str = "",
     **kwargs: Any,
 ) -> Any:
-    """Declare a form field with its UI hints. ``advanced`` fields are folded away by the UIs."""
+    """Declare a form field with its UI hints. ``advanced`` fields are folded away by the UIs.
+
+    ``options_from`` names a list the plugin computes when the form is shown
+    (:meth:`Plugin.field_options`, e.g. the existing knowledge bases): the UIs offer it as a
+    list to pick from, and the command line takes any value."""
     extra: dict[str, Any] = {"advanced": advanced}
+    if options_from:
+        extra["options_from"] = options_from
+        extra.setdefault("widget", Widget.CHOICE.value)
     if widget is not None:
         extra["widget"] = Widget(widget).value
     if choices is not None:
@@ -86,6 +94,7 @@ class FieldSpec:
     placeholder: str = ""
     advanced: bool = False
     multiple: bool = False
+    options_from: str = ""  # the plugin's list of choices, computed when shown (Plugin.field_options)
 
     @property
     def cli_flag(self) -> str:
@@ -157,6 +166,7 @@ def form_fields(form_cls: type[BaseModel]) -> list[FieldSpec]:
                 placeholder=extra.get("placeholder", ""),
                 advanced=bool(extra.get("advanced", False)),
                 multiple=multiple,
+                options_from=str(extra.get("options_from", "")),
             )
         )
     return specs

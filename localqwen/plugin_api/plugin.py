@@ -91,6 +91,11 @@ class Plugin:
                     return getattr(self, name)  # type: ignore[no-any-return]
         return None
 
+    def field_options(self, source: str, ctx: Context) -> list[Any]:
+        """The choices for form fields declared with ``field(..., options_from=source)`` (the
+        existing knowledge bases, say), computed each time a form is shown. The default has none."""
+        return []
+
     def chat_panel_provider(self) -> Callable[[dict[str, Any], Context], list[Any]] | None:
         """The bound ``@chat_panel`` method, or None when this plugin's chat has no side panel."""
         for klass in type(self).__mro__:

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from localqwen.plugin_api import Plugin
 
 NAV_BINDINGS = [
-    Binding("f1", "switch_mode('home')", "Home", id="nav.home"),
+    Binding("f1", "go_home", "Home", id="nav.home"),
     Binding("f2", "switch_mode('chat')", "Chat", id="nav.chat"),
     Binding("f3", "switch_mode('models')", "Models", id="nav.models"),
     Binding("f4", "switch_mode('jobs')", "Jobs", id="nav.jobs"),
@@ -154,6 +154,13 @@ class LocalQwenApp(App[None]):
         self.sub_title = t("app.subtitle")
 
     # -- navigation -----------------------------------------------------------------------------
+    def action_go_home(self) -> None:
+        """F1: the home screen itself, not the form or view last opened from it (those are
+        pushed on the home mode's stack, which switching modes alone would show again)."""
+        self.switch_mode("home")
+        for _ in range(len(self.screen_stack) - 1):
+            self.pop_screen()
+
     def open_action(self, plugin: Plugin, action_id: str) -> None:
         from localqwen.tui.screens.action import ActionScreen
 

@@ -32,12 +32,16 @@ def field_widget(spec: FieldSpec, widget_id: str) -> TextualWidget:
     if kind == Widget.CHECKBOX:
         return Switch(bool(default), id=widget_id, classes="field-input")
     if kind == Widget.CHOICE:
-        options = [(str(choice), choice) for choice in spec.choices]
+        choices = list(spec.choices)
+        if spec.options_from and default is not None and default not in choices:
+            choices.append(default)  # the plugin's list arrives after mounting (FormView.set_options)
+        spec_choices = choices
+        options = [(str(choice), choice) for choice in choices]
         if spec.multiple:
             chosen = set(default or [])
             return SelectionList(*[(label, value, value in chosen) for label, value in options],
                                  id=widget_id, classes="field-input")
-        return Select(options, value=default if default in spec.choices else Select.NULL,
+        return Select(options, value=default if default in spec_choices else Select.NULL,
                       allow_blank=not spec.required or default is None, id=widget_id, classes="field-input")
     if kind == Widget.SLIDER and spec.minimum is not None and spec.maximum is not None:
         return Slider(spec.minimum, spec.maximum, value=default, step=spec.step, integer=spec.value_type is int,
@@ -142,6 +146,26 @@ class FormView(Vertical):
             widget.deselect_all()
             for item in value:
                 widget.select(item)
+
+    def set_options(self, name: str, options: list[Any]) -> None:
+        """Offer the plugin's current list for an ``options_from`` field, keeping the choice if it is in it."""
+        widget = self.input_for(name)
+        if not isinstance(widget, Select):
+            return
+        current = widget.value
+        widget.set_options([(str(option), option) for option in options])
+        if current is not Select.NULL and current in options:
+            widget.value = current
+
+    def first_input(self) -> TextualWidget | None:
+        """The first field a user types into (for focusing it when the form opens)."""
+        for spec in self.specs:
+            if not spec.advanced:
+                widget = self.input_for(spec.name)
+                if isinstance(widget, PathInput):
+                    return widget.query_one(Input)
+                return widget
+        return None
 
     def show_errors(self, errors: dict[str, str]) -> None:
         self.clear_errors()

@@ -102,6 +102,25 @@ class ActionPanel:
         ]
 
 
+# Gradio's own status words that its English and Chinese catalogs lack, so its status tracker
+# showed the raw key ("common.complete"); ours fill them in, by the same languages as the app.
+GRADIO_STATUS_KEYS = {"common.complete": "status.ok", "common.error": "status.failed"}
+
+
+def gradio_translations() -> Any:
+    """A ``gr.I18n`` for ``launch(i18n=...)`` with the status words Gradio is missing."""
+    import gradio as gr
+
+    from localqwen.i18n import catalog
+
+    languages = {"en": "en", "zh": "zh", "zh-CN": "zh"}
+    tables = {}
+    for locale, language in languages.items():
+        words = catalog(language)
+        tables[locale] = {key: words.get(ours, catalog("en").get(ours, key)) for key, ours in GRADIO_STATUS_KEYS.items()}
+    return gr.I18n(**tables)
+
+
 def build_web_app(bench: Workbench | None = None) -> WebApp:
     """Build the Blocks (without launching). The caller has run :func:`prepare_environment`."""
     bench = bench or Workbench.create()
@@ -196,7 +215,8 @@ def _action_panel(panel: ActionPanel) -> None:
         gr.Markdown(panel.action.description)
     with gr.Row():
         with gr.Column(scale=2):
-            panel.fields = render_form(panel.action.form)
+            panel.fields = render_form(panel.action.form, options=lambda source: panel.plugin.field_options(
+                source, panel.web.bench.context(panel.plugin.id)))
             form_error = gr.Markdown("", visible=False, elem_classes=["lq-field-error"], elem_id=f"form-error-{key}")
             with gr.Row():
                 run = gr.Button(t("action.run"), variant="primary", elem_id=f"run-{key}")

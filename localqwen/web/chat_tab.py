@@ -17,6 +17,8 @@ from localqwen.i18n import t
 from localqwen.jobs import paced, run_in_background
 from localqwen.paths import ensure_within
 from localqwen.plugin_api import CancelToken
+from localqwen.plugin_api import events as ev
+from localqwen.plugin_api.runner import MODEL_LINE_PREFIX
 from localqwen.web.chat_messages import AnswerMessages, transcript
 from localqwen.web.chat_panel import panel_markdown
 from localqwen.web.files import allowed_paths
@@ -95,8 +97,8 @@ class ChatTab:
         return [], ""
 
     # -- talking ----------------------------------------------------------------------------------
-    def send(self, value: dict[str, Any] | str | None, plugin_id: str | None, session_id: int | None
-             ) -> Iterator[tuple[Any, ...]]:
+    def send(self, value: dict[str, Any] | str | None, plugin_id: str | None, session_id: int | None,
+             max_new_tokens: float | None = None, temperature: float | None = None) -> Iterator[tuple[Any, ...]]:
         import gradio as gr
 
         if isinstance(value, str):
@@ -113,14 +115,16 @@ class ChatTab:
             token = self._token(session_id)
             # Only files the browser uploaded (Gradio's upload folder, in the app cache) are accepted.
             images = [str(ensure_within(self.upload_roots, image)) for image in images]
-            stream = self.conversations.send(plugin_id, session_id, value.get("text") or "", images, cancel=token)
+            stream = self.conversations.send(plugin_id, session_id, value.get("text") or "", images, cancel=token,
+                                             generation=_generation(max_new_tokens, temperature))
         except (ValueError, KeyError) as exc:
             yield self.show(plugin_id, session_id), gr.update(), f"⚠️ {_message(exc)}", gr.update()
             return
         sessions = gr.update(choices=self.session_choices(plugin_id), value=session_id)
         yield from self._stream(plugin_id, session_id, stream, clear_input=True, sessions=sessions)
 
-    def regenerate(self, plugin_id: str | None, session_id: int | None) -> Iterator[tuple[Any, ...]]:
+    def regenerate(self, plugin_id: str | None, session_id: int | None, max_new_tokens: float | None = None,
+                   temperature: float | None = None) -> Iterator[tuple[Any, ...]]:
         import gradio as gr
 
         if not plugin_id or not session_id:
@@ -128,7 +132,8 @@ class ChatTab:
             return
         session_id = int(session_id)
         try:
-            stream = self.conversations.regenerate(plugin_id, session_id, cancel=self._token(session_id))
+            stream = self.conversations.regenerate(plugin_id, session_id, cancel=self._token(session_id),
+                                                   generation=_generation(max_new_tokens, temperature))
         except (ValueError, KeyError) as exc:
             yield self.show(plugin_id, session_id), gr.update(), f"⚠️ {_message(exc)}", gr.update()
             return
@@ -156,26 +161,36 @@ class ChatTab:
         cleared = {"text": "", "files": []} if clear_input else gr.update()
         yield history, cleared, f"⏳ {t('chat.thinking')}", sessions
         # Repaint at most ten times a second with what has arrived.
+        model = ""
         for batch in paced(job, UPDATE_INTERVAL_S):
             for event in batch:
+                if isinstance(event, ev.Log) and event.message.startswith(MODEL_LINE_PREFIX):
+                    model = event.message.removeprefix(MODEL_LINE_PREFIX)  # shown in the status line
                 answer.add(event)
-            yield history + answer.messages(), gr.update(), _status(answer), gr.update()
+            yield history + answer.messages(), gr.update(), _status(answer, model), gr.update()
         self._tokens.pop(session_id, None)
         # The stored answer now carries everything shown; an error shown live stays on screen.
         yield history + answer.messages(), gr.update(), _status(answer), \
             gr.update(choices=self.session_choices(plugin_id), value=session_id)
 
 
-def _status(answer: AnswerMessages) -> str:
+def _generation(max_new_tokens: float | None, temperature: float | None) -> dict[str, Any]:
+    """The chat's generation settings as the conversation checks them (empty = plugin default)."""
+    return {"max_new_tokens": max_new_tokens, "temperature": temperature}
+
+
+def _status(answer: AnswerMessages, model: str = "") -> str:
     done = answer.done
     if done is None:
         progress = answer.progress
         if progress is not None and progress.message:
             return f"⏳ {progress.message}"
-        return f"⏳ {t('chat.thinking')}"
+        return f"⏳ {t('chat.model_answering', model=model) if model else t('chat.thinking')}"
     status = t(f"status.{done.status}")
     if done.summary and done.status != "ok":
         status += f" — {done.summary}"
+    if done.result.get("answered_by"):
+        status += " · " + t("chat.answered_by", model=done.result["answered_by"])
     if done.result.get("completion_tokens"):
         status += " · " + t("chat.usage", prompt=done.result.get("prompt_tokens", 0),
                             completion=done.result["completion_tokens"])
@@ -211,6 +226,12 @@ def build(bench: Workbench) -> ChatTab:
                 stop = gr.Button(t("chat.stop"), variant="stop", elem_id="chat-stop")
                 regenerate = gr.Button(t("chat.regenerate"), elem_id="chat-regenerate")
                 clear = gr.Button(t("chat.clear"), elem_id="chat-clear")
+            # Empty = the plugin's default (the plain chat's [plugins.chat] max_new_tokens, 1024).
+            with gr.Accordion(t("chat.generation"), open=False), gr.Row():
+                max_tokens = gr.Number(None, label=t("chat.max_tokens"), minimum=1, maximum=32768, precision=0,
+                                       placeholder=t("chat.max_tokens_placeholder"), elem_id="chat-max-tokens")
+                temperature = gr.Number(None, label=t("chat.temperature"), minimum=0, maximum=2, step=0.1,
+                                        placeholder=t("chat.temperature_placeholder"), elem_id="chat-temperature")
         with gr.Column(scale=2, min_width=220):
             shown = panel_markdown(bench.conversations.panel(plugin_id, first)) if plugin_id and first else ""
             panel = gr.Markdown(shown, label=t("chat.panel_title"), elem_id="chat-panel", visible=bool(shown))
@@ -218,9 +239,9 @@ def build(bench: Workbench) -> ChatTab:
     show_panel = {"fn": tab.panel, "inputs": [plugin, sessions], "outputs": [panel], "api_name": False}
     plugin.input(tab.pick_plugin, inputs=[plugin], outputs=[sessions, chatbot, status],
                  api_name="chat_plugin").then(**show_panel)
-    box.submit(tab.send, inputs=[box, plugin, sessions], outputs=[chatbot, box, status, sessions],
+    box.submit(tab.send, inputs=[box, plugin, sessions, max_tokens, temperature], outputs=[chatbot, box, status, sessions],
                api_name="chat_send", concurrency_limit=None).then(**show_panel)
-    regenerate.click(tab.regenerate, inputs=[plugin, sessions], outputs=[chatbot, box, status, sessions],
+    regenerate.click(tab.regenerate, inputs=[plugin, sessions, max_tokens, temperature], outputs=[chatbot, box, status, sessions],
                      api_name="chat_regenerate", concurrency_limit=None).then(**show_panel)
     stop.click(tab.stop, inputs=[sessions], outputs=[status], api_name="chat_stop", concurrency_limit=None)
     clear.click(tab.clear, inputs=[plugin, sessions], outputs=[chatbot, status], api_name="chat_clear").then(**show_panel)

@@ -4,6 +4,7 @@ each followed by a (hidden until needed) Markdown slot for its validation messag
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -35,13 +36,21 @@ def takes_info(component: Any) -> bool:
     return "info" in inspect.signature(type(component).__init__).parameters
 
 
-def field_component(spec: FieldSpec) -> gr.Component:
+def field_component(spec: FieldSpec, options: list[Any] | None = None) -> gr.Component:
+    """``options``: the plugin's current list for an ``options_from`` field."""
     import gradio as gr
 
     label = spec.label + (" *" if spec.required else "")
     common: dict[str, Any] = {"label": label, "info": spec.help or None, "elem_id": f"field-{spec.name}"}
     default = spec.default
     kind = spec.widget
+    if kind == Widget.CHOICE and spec.options_from:
+        # A list the plugin computes (existing knowledge bases): pick one, or type a new name.
+        choices = list(options or [])
+        if default is not None and default not in choices:
+            choices.insert(0, default)
+        return _make(gr.Dropdown, choices=[(str(c), c) for c in choices], value=default, allow_custom_value=True,
+                     **common)
     if kind == Widget.CHOICE:
         return _make(gr.Dropdown, choices=[(str(c), c) for c in spec.choices], value=default, multiselect=spec.multiple,
                            allow_custom_value=False, **common)
@@ -71,15 +80,32 @@ def field_component(spec: FieldSpec) -> gr.Component:
     return _make(gr.Textbox, value="" if default is None else str(default), placeholder=spec.placeholder or None, **common)
 
 
-def render_form(form_cls: type[Form]) -> list[RenderedField]:
-    """Create the components inside the current Blocks context; advanced fields in an accordion."""
+def render_form(form_cls: type[Form], options: Callable[[str], list[Any]] | None = None) -> list[RenderedField]:
+    """Create the components inside the current Blocks context; advanced fields in an accordion.
+
+    ``options(source)`` gives the plugin's list for ``options_from`` fields; it is asked again
+    whenever such a list gets the focus, so a knowledge base made meanwhile shows up."""
     import gradio as gr
 
     specs = form_fields(form_cls)
     rendered: list[RenderedField] = []
 
+    def listed(source: str) -> list[Any]:
+        try:
+            return list(options(source)) if options is not None else []
+        except Exception:  # the list is a convenience: typing a name still works
+            return []
+
     def add(spec: FieldSpec) -> None:
-        component = field_component(spec)
+        component: Any = field_component(spec, listed(spec.options_from) if spec.options_from else None)
+        if spec.options_from and options is not None:
+            def refresh(source: str = spec.options_from, default: Any = spec.default) -> Any:
+                choices = listed(source)
+                if default is not None and default not in choices:
+                    choices.insert(0, default)
+                return gr.update(choices=[(str(c), c) for c in choices])
+
+            component.focus(refresh, outputs=[component], show_progress="hidden", queue=False)
         if spec.help and not takes_info(component):
             gr.Markdown(spec.help, elem_classes=["lq-field-help"])
         error = gr.Markdown("", visible=False, elem_classes=["lq-field-error"], elem_id=f"error-{spec.name}")

@@ -113,7 +113,7 @@ def plan_launch(*, host: str = LOOPBACK, port: int = DEFAULT_PORT, listen: bool 
 def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = True) -> tuple[WebApp, Any]:
     """Build and start the web view; returns the app and Gradio's launch result."""
     bench = bench or Workbench.create()
-    from localqwen.web.app import WEB_CSS, build_web_app
+    from localqwen.web.app import WEB_CSS, build_web_app, gradio_translations
     from localqwen.web.files import allowed_paths, gradio_temp_dir, prepare_environment
     from localqwen.web.guard import GuardRules, LoginLimiter, guarded_gradio_app
 
@@ -135,6 +135,7 @@ def launch(plan: LaunchPlan, bench: Workbench | None = None, *, block: bool = Tr
         blocked_paths=[str(bench.paths.config_dir), str(bench.paths.database_file)],
         max_file_size=plan.max_upload,
         css=WEB_CSS,
+        i18n=gradio_translations(),
         prevent_thread_lock=True,
         quiet=True,
         show_error=True,

@@ -10,8 +10,10 @@ from localqwen.app import Workbench
 from localqwen.i18n import LANGUAGES, t
 from localqwen.runtime_info import (
     RuntimeUnavailable,
+    check_model_choice,
     device_report,
     download_events,
+    model_choices,
     model_entries,
     model_targets,
 )
@@ -69,22 +71,27 @@ def models_tab(bench: Workbench, blocks: Any) -> None:
     download.click(start_download, inputs=[choice], outputs=[download_status], api_name="models_download")
     refresh.click(reload, outputs=[device, problem_md, models, choice], api_name="models_refresh")
 
-    gr.Markdown(f"### {t('models.per_plugin')}\n{t('models.per_plugin_help')}")
+    gr.Markdown(f"### {t('models.per_plugin')}\n{t('models.per_plugin_help')}\n\n{t('models.custom_hint')}")
     for section, title in model_targets(bench.host.load_all()):
-        current = bench.config.plugin_section(section).get("model") or ""
-        options = sorted(set(model_ids) | ({current} if current else set()))
+        current = str(bench.config.plugin_section(section).get("model") or "")
+        # Catalog ids, models in the hub caches (by path), or a folder / .gguf typed in (a browser
+        # cannot browse the server's disk; the path is checked before it is saved).
         with gr.Row():
-            picker = gr.Dropdown(choices=[("", "")] + [(m, m) for m in options], value=current, label=title,
-                                 allow_custom_value=True, elem_id=f"model-for-{section}")
-            saved = gr.Markdown("")
-        picker.change(_save_model(bench, section), inputs=[picker], outputs=[saved])
+            picker = gr.Dropdown(choices=[(t("models.default_model"), "")] + model_choices(bench.services, current),
+                                 value=current, label=title, allow_custom_value=True, elem_id=f"model-for-{section}")
+            saved = gr.Markdown("", elem_id=f"model-saved-{section}")
+        picker.change(_save_model(bench, section), inputs=[picker], outputs=[saved],
+                      api_name=f"model_for_{section}")
 
 
 def _save_model(bench: Workbench, section: str):
     def save(model: str | None) -> str:
-        model = model or ""
+        model = (model or "").strip()
         if bench.config.plugin_section(section).get("model", "") == model:
             return ""
+        problem = check_model_choice(bench.services, model)
+        if problem:
+            return f"⚠️ {problem}"
         try:
             bench.set_config(f"plugins.{section}", "model", model)
         except Exception as exc:
@@ -116,7 +123,7 @@ def jobs_tab(bench: Workbench) -> None:
     from localqwen.web.event_renderer import RunView, follow_job
     from localqwen.web.files import allowed_paths
 
-    gr.Markdown(f"### {t('jobs.title')}\n{t('jobs.help')}")
+    gr.Markdown(f"### {t('jobs.title')}\n{t('jobs.help_web')}")
     table = gr.Dataframe(value=lambda: jobs_rows(bench), interactive=False, elem_id="jobs-table")
     timer = gr.Timer(JOBS_REFRESH_S)
     timer.tick(lambda: jobs_rows(bench), outputs=[table], show_progress="hidden")

@@ -72,6 +72,27 @@ class ActionScreen(BaseScreen):
 
     def on_mount(self) -> None:
         self.sub_title = f"{self.plugin.title} › {self.action_def.title}"
+        first = self.form_view.first_input()
+        if first is not None:  # typing starts in the form at once (keys are not lost)
+            first.focus()
+        if any(spec.options_from for spec in self.form_view.specs):
+            self._load_options()
+
+    @work(thread=True, exclusive=True, group="field-options")
+    def _load_options(self) -> None:
+        """Ask the plugin for its lists (existing knowledge bases...) off the UI thread."""
+        bench = self.app.bench  # type: ignore[attr-defined]
+        ctx = bench.context(self.plugin.id)
+        for spec in self.form_view.specs:
+            if not spec.options_from:
+                continue
+            try:
+                options = self.plugin.field_options(spec.options_from, ctx)
+            except Exception as exc:  # the field keeps its default; say why the list is missing
+                self.app.call_from_thread(self.notify, f"{spec.label}: {type(exc).__name__}: {exc}",
+                                          severity="warning")
+                continue
+            self.app.call_from_thread(self.form_view.set_options, spec.name, list(options))
 
     @property
     def form_view(self) -> FormView:

@@ -24,6 +24,7 @@ from localqwen.i18n import t
 from localqwen.jobs import paced, run_in_background
 from localqwen.plugin_api import CancelToken, Plugin
 from localqwen.plugin_api import events as ev
+from localqwen.plugin_api.runner import MODEL_LINE_PREFIX
 from localqwen.storage.chat_store import message_text
 from localqwen.tui.screens.base import BaseScreen
 from localqwen.tui.widgets.app_header import AppHeader
@@ -81,6 +82,12 @@ class ChatScreen(BaseScreen):
                     yield Button(t("chat.regenerate"), id="chat-regenerate")
                     yield Button(t("chat.clear"), id="chat-clear")
                     yield Button(t("chat.copy"), id="chat-copy")
+                # Generation settings for the next answers; empty = the plugin's own default.
+                with Horizontal(id="chat-generation"):
+                    yield Label(t("chat.max_tokens"), classes="field-label")
+                    yield Input(placeholder=t("chat.max_tokens_placeholder"), type="integer", id="chat-max-tokens")
+                    yield Label(t("chat.temperature"), classes="field-label")
+                    yield Input(placeholder=t("chat.temperature_placeholder"), type="number", id="chat-temperature")
             # The plugin's side panel (a patient profile, recalled memories): hidden when it has none.
             yield VerticalScroll(id="chat-panel")
         yield Footer()
@@ -90,6 +97,8 @@ class ChatScreen(BaseScreen):
 
     def on_screen_resume(self) -> None:
         super().on_screen_resume()
+        if self.plugin_id is not None:
+            self.query_one("#chat-input", Input).focus()
         wanted = getattr(self.app, "chat_plugin", None)  # set by "open this plugin's chat"
         # Only once a plugin is open: the first load opens the wanted one itself.
         if self.plugin_id is not None and wanted and wanted != self.plugin_id and not self.busy:
@@ -121,6 +130,7 @@ class ChatScreen(BaseScreen):
         self.query_one("#chat-status", Static).update("")
         await self.show_session(session_id, plugin_id)
         await self.refresh_sessions()
+        self.query_one("#chat-input", Input).focus()  # the first keys typed go into the message
 
     @on(Select.Changed, "#chat-plugin")
     async def _pick_plugin(self, event: Select.Changed) -> None:
@@ -201,10 +211,12 @@ class ChatScreen(BaseScreen):
             return
         text = self.query_one("#chat-input", Input).value
         image = self.query_one("#chat-image", PathInput).value.strip()
+        if not text.strip() and not image:
+            return  # Enter in an empty box: nothing to send (and no empty turn stored)
         self.cancel = CancelToken()
         try:
             stream = self.conversations.send(self.plugin_id, self.session_id, text, [image] if image else [],
-                                             cancel=self.cancel)
+                                             cancel=self.cancel, generation=self.generation())
         except (ValueError, KeyError) as exc:
             self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="error")
             return
@@ -212,6 +224,11 @@ class ChatScreen(BaseScreen):
         self.query_one("#chat-image", PathInput).value = ""
         entry = self.conversations.entries(self.plugin_id, self.session_id)[-1]  # the question, just stored
         await self._stream_answer(stream, lambda: self._show_question(entry))
+
+    def generation(self) -> dict[str, str]:
+        """The generation settings typed in (checked by the conversation: a bad one is refused)."""
+        return {"max_new_tokens": self.query_one("#chat-max-tokens", Input).value.strip(),
+                "temperature": self.query_one("#chat-temperature", Input).value.strip()}
 
     async def _show_question(self, entry: Any) -> None:
         """Add the question below the conversation (its images are the stored copies)."""
@@ -226,7 +243,8 @@ class ChatScreen(BaseScreen):
             return
         self.cancel = CancelToken()
         try:
-            stream = self.conversations.regenerate(self.plugin_id, self.session_id, cancel=self.cancel)
+            stream = self.conversations.regenerate(self.plugin_id, self.session_id, cancel=self.cancel,
+                                                   generation=self.generation())
         except (ValueError, KeyError) as exc:
             self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="warning")
             return
@@ -279,6 +297,12 @@ class ChatScreen(BaseScreen):
             self.app.call_from_thread(self._apply, batch, bubble)
 
     async def _apply(self, batch: list[Any], bubble: ChatMessage) -> None:
+        # "Model: ..." lines go to the status line, not into the answer.
+        for event in batch:
+            if isinstance(event, ev.Log) and event.message.startswith(MODEL_LINE_PREFIX):
+                model = event.message.removeprefix(MODEL_LINE_PREFIX)
+                self.query_one("#chat-status", Static).update(Text(t("chat.model_answering", model=model)))
+        batch = [e for e in batch if not (isinstance(e, ev.Log) and e.message.startswith(MODEL_LINE_PREFIX))]
         await bubble.add_events(batch)
         self.query_one("#chat-messages", VerticalScroll).scroll_end(animate=False)
         done = next((event for event in batch if isinstance(event, ev.Done)), None)
@@ -292,6 +316,8 @@ class ChatScreen(BaseScreen):
         if done.summary and done.status != "ok":
             status += f" — {done.summary}"
         usage = done.result
+        if usage.get("answered_by"):
+            status += " · " + t("chat.answered_by", model=usage["answered_by"])
         if usage.get("completion_tokens"):
             status += "  " + t("chat.usage", prompt=usage.get("prompt_tokens", 0), completion=usage["completion_tokens"])
         self.query_one("#chat-status", Static).update(Text(status))

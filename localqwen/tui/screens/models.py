@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from textual import on, work
@@ -13,13 +14,16 @@ from textual.widgets import Button, DataTable, Footer, Label, Markdown, Select, 
 from localqwen.i18n import t
 from localqwen.runtime_info import (
     RuntimeUnavailable,
+    check_model_choice,
     device_report,
     download_events,
+    model_choices,
     model_entries,
     model_targets,
 )
 from localqwen.tui.screens.base import BaseScreen
 from localqwen.tui.widgets.app_header import AppHeader
+from localqwen.tui.widgets.path_picker import PathPickerScreen
 
 
 class ModelsScreen(BaseScreen):
@@ -60,9 +64,20 @@ class ModelsScreen(BaseScreen):
             entries, problem = model_entries(services), ""
         except RuntimeUnavailable as exc:
             entries, problem = [], f"⚠ {exc}"
-        self.app.call_from_thread(self._show, report, entries, problem)
+        pickers = self._pickers()  # walks the hub caches: here, off the UI thread
+        self.app.call_from_thread(self._show, report, entries, problem, pickers)
 
-    async def _show(self, report: str, entries: list[Any], problem: str) -> None:
+    def _pickers(self) -> list[tuple[str, str, str, list[tuple[str, str]]]]:
+        """(plugin id, title, current model, choices) for each plugin's model picker."""
+        bench = self.app.bench  # type: ignore[attr-defined]
+        pickers = []
+        for section, title in model_targets(bench.host.load_all()):
+            current = str(bench.config.plugin_section(section).get("model") or "")
+            pickers.append((section, title, current, model_choices(bench.services, current)))
+        return pickers
+
+    async def _show(self, report: str, entries: list[Any], problem: str,
+                    pickers: list[tuple[str, str, str, list[tuple[str, str]]]]) -> None:
         await self.query_one("#device-report", Markdown).update(report)
         table = self.query_one("#models-table", DataTable)
         table.clear(columns=True)
@@ -70,20 +85,21 @@ class ModelsScreen(BaseScreen):
         self.query_one("#models-problem", Static).update(problem)
         for entry in entries:
             table.add_row(entry.title, entry.kind, "✓" if entry.present else "—", entry.detail, key=entry.model_id)
-        await self._plugin_choices([e.model_id for e in entries if e.kind in ("chat", "vision")])
+        await self._plugin_choices(pickers)
 
-    async def _plugin_choices(self, models: list[str]) -> None:
-        bench = self.app.bench  # type: ignore[attr-defined]
+    async def _plugin_choices(self, pickers: list[tuple[str, str, str, list[tuple[str, str]]]]) -> None:
+        """One picker per plugin: catalog models, models in the hub caches, the folder or .gguf
+        already chosen; the "…" button beside it picks a folder or .gguf on disk."""
         box = self.query_one("#plugin-models", VerticalScroll)
         await box.remove_children()
-        for section, title in model_targets(bench.host.load_all()):
-            current = bench.config.plugin_section(section).get("model")
-            options = [(m, m) for m in sorted(set(models) | ({current} if current else set()))]
+        for section, title, current, options in pickers:
             row = Horizontal(classes="plugin-model-row")
             await box.mount(row)
             await row.mount(Label(title, classes="field-label"))
             await row.mount(Select(options, value=current if current else Select.NULL, allow_blank=True,
                                    prompt=t("models.default_model"), id=f"model-for-{section}"))
+            await row.mount(Button("…", id=f"model-path-{section}", classes="model-path",
+                                   tooltip=t("models.pick_path")))
 
     @on(Select.Changed)
     def _model_chosen(self, event: Select.Changed) -> None:
@@ -91,16 +107,41 @@ class ModelsScreen(BaseScreen):
         if not select_id.startswith("model-for-"):
             return
         section = select_id.removeprefix("model-for-")
-        bench = self.app.bench  # type: ignore[attr-defined]
         value = "" if event.value is Select.NULL else str(event.value)
+        self.save_model(section, value)
+
+    def save_model(self, section: str, value: str) -> bool:
+        """Set ``[plugins.<section>] model``; a folder or .gguf that cannot load is refused, with why."""
+        bench = self.app.bench  # type: ignore[attr-defined]
         if bench.config.plugin_section(section).get("model", "") == value:
-            return
+            return True
+        problem = check_model_choice(bench.services, value)
+        if problem:
+            self.notify(problem, severity="error", timeout=10)
+            return False
         try:
             bench.set_config(f"plugins.{section}", "model", value)
         except Exception as exc:
             self.notify(t("settings.save_failed", error=str(exc)), severity="error")
-            return
+            return False
         self.notify(t("models.model_saved", target=section, model=value or t("models.default_model")))
+        return True
+
+    @on(Button.Pressed, ".model-path")
+    def _pick_path(self, event: Button.Pressed) -> None:
+        section = (event.button.id or "").removeprefix("model-path-")
+        select = self.query_one(f"#model-for-{section}", Select)
+        current = "" if select.value is Select.NULL else str(select.value)
+        start = Path(current).expanduser() if current else Path.cwd()
+
+        def picked(path: str | None) -> None:
+            if path and self.save_model(section, path):
+                options = model_choices(self.app.bench.services, path)  # type: ignore[attr-defined]
+                with select.prevent(Select.Changed):  # already saved
+                    select.set_options(options)
+                    select.value = path
+
+        self.app.push_screen(PathPickerScreen(start if start.is_dir() else start.parent, either=True), picked)
 
     @on(Button.Pressed, "#models-download")
     def _download(self) -> None:

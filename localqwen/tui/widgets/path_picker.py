@@ -14,19 +14,22 @@ from localqwen.i18n import t
 
 
 class PathPickerScreen(ModalScreen[str | None]):
-    """Pick a file (or a folder when ``folders``); dismisses with the path or None."""
+    """Pick a file (or a folder when ``folders``; either when ``either``, e.g. a model: a folder or
+    a .gguf); dismisses with the path or None."""
 
     BINDINGS = [("escape", "dismiss(None)", "Cancel")]
 
-    def __init__(self, start: Path, *, folders: bool = False) -> None:
+    def __init__(self, start: Path, *, folders: bool = False, either: bool = False) -> None:
         super().__init__()
         self.start = start if start.is_dir() else Path.home()
-        self.folders = folders
+        self.folders = folders or either
+        self.either = either
         self.selected: Path | None = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="picker"):
-            yield Label(t("form.pick_folder") if self.folders else t("form.pick_file"), classes="title")
+            title = t("models.pick_path") if self.either else t("form.pick_folder") if self.folders else t("form.pick_file")
+            yield Label(title, classes="title")
             yield DirectoryTree(str(self.start), id="picker-tree")
             with Horizontal(classes="buttons"):
                 yield Button(t("form.choose"), id="picker-choose", variant="primary")
@@ -34,7 +37,7 @@ class PathPickerScreen(ModalScreen[str | None]):
 
     @on(DirectoryTree.FileSelected)
     def _file(self, event: DirectoryTree.FileSelected) -> None:
-        if not self.folders:
+        if not self.folders or self.either:
             self.dismiss(str(event.path))
 
     @on(DirectoryTree.DirectorySelected)
