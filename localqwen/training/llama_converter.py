@@ -100,7 +100,8 @@ def fetch_converter(version: str, *, log=None) -> Path:
             completed = None
         archives = sorted(Path(tmp).glob("*.tar.gz"))
         if completed is None or completed.returncode != 0 or not archives:
-            detail = "timed out" if completed is None else (completed.stderr or completed.stdout).strip()[-400:]
+            lines = [] if completed is None else (completed.stderr or completed.stdout).strip().splitlines()
+            detail = "timed out" if completed is None else (lines[-1][:300] if lines else "")  # pip's ERROR line
             raise ConverterNotFound(
                 f"GGUF export needs llama.cpp's {SCRIPT}, taken from the llama-cpp-python {version} source "
                 f"distribution, and pip could not fetch it ({detail or 'no archive'}). Run "
@@ -146,8 +147,12 @@ def _extract(archive: Path, dest: Path) -> None:
             if any(rest == w or (w.endswith("/") and rest.startswith(w)) for w in _WANTED):
                 member.name = rest
                 members.append(member)
-        # The "data" filter refuses absolute paths, ".." and links leaving dest.
-        tar.extractall(dest, members=members, filter="data")
+        # The "data" filter refuses absolute paths, ".." and links leaving dest: such an archive is
+        # not the real sdist, so nothing of it is used.
+        try:
+            tar.extractall(dest, members=members, filter="data")
+        except tarfile.FilterError as exc:
+            raise ConverterNotFound(f"{archive.name} holds an unsafe path ({exc}); not using it") from None
 
 
 def main() -> int:

@@ -96,6 +96,19 @@ class EvaluateForm(Form):
                            help="Q4_K_M (small, good), Q8_0 (near lossless), F16 (no quantizing), ...")
 
 
+class ExportForm(Form):
+    source: str = field(label="Model or run", widget="folder",
+                        help="A training run folder (job.toml + final/), an adapter folder or a model folder.")
+    quants: str = field("Q4_K_M", label="GGUF types",
+                        help="Comma-separated: Q4_K_M (small, good), Q5_K_M, Q8_0 (near lossless), F16, BF16 ...")
+    output_dir: str = field("", label="Output folder", widget="folder", help="Empty: outputs/gguf/NAME.")
+    base: str = field("", label="Base model", advanced=True,
+                      help="The base of an adapter that does not name it (a run names its own).")
+    base_only: bool = field(False, label="Base model only", advanced=True,
+                            help="MoE-LoRA / MoT-LoRA cannot be merged into plain weights: export the base alone.")
+    name: str = field("", label="File name", advanced=True, help="Empty: the run or model folder's name.")
+
+
 class StatusForm(Form):
     wizard: str = _wizard_field()
 
@@ -381,6 +394,22 @@ class Trainer(Plugin):
 
         rows = read_rows(state.data["train"])
         return split_eval(rows, state.data.get("eval_fraction", 0.1), state.training.get("seed", 42))[1]
+
+    @action(form=ExportForm, title="Export GGUF",
+            description="Any run, adapter or model to GGUF for llama.cpp, Ollama and LM Studio: merge, convert, quantize.")
+    def export(self, form: ExportForm, ctx: Context):
+        from localqwen.training.gguf_export import export_events, inspect_source
+
+        plan = inspect_source(form.source, base=form.base or None)
+        if plan.kind == "adapter":  # said before any work: whether the adapter can be in the files
+            yield ev.Log(message=f"{plan.describe()}: " + ("merged into the base before converting" if plan.mergeable
+                                                           else f"cannot be merged ({plan.reason})"))
+        out = Path(form.output_dir).expanduser() if form.output_dir else ctx.outputs_dir / "gguf" / (form.name or plan.name)
+        quants = [q for q in form.quants.split(",") if q.strip()]
+        result = yield from export_events(form.source, out, quants, base=form.base or None, name=form.name or None,
+                                          base_only=form.base_only, cancel=ctx.cancel)
+        yield ev.Done(summary=f"{len(result.files)} GGUF file(s) in {result.output_dir} ({result.seconds:.1f}s)",
+                      result=result.as_dict())
 
     # -- navigation ----------------------------------------------------------------------------
 
