@@ -16,6 +16,8 @@ $(BIN)/python:
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(PIP_INSTALL) torch==2.14.1 torchvision==0.29.1
 	$(PIP_INSTALL) -e '.[all,test]'
+	# llama.cpp's GGUF converter, unpacked from the installed llama-cpp-python's sdist (export works offline after)
+	-$(BIN)/python -m localqwen.training.llama_converter
 	touch $(STAMP)
 
 setup: $(STAMP)
