@@ -132,6 +132,7 @@ def export(
     quants = [q for item in quant for q in item.split(",") if q.strip()]
     cancel = CancelToken()
     status, code = "failed", 1
+    stream = None
     try:
         source = _local_source(model)
         plan = inspect_source(source, base=base)
@@ -152,6 +153,8 @@ def export(
         status, code = "ok", 0
     except KeyboardInterrupt:
         cancel.cancel("interrupted (Ctrl-C)")
+        if stream is not None:
+            stream.close()  # stops the child process and removes the partial files before we say so
         printer(ev.Done(status="cancelled", summary="interrupted (Ctrl-C); partial files removed"))
         status, code = "cancelled", 130
     except Cancelled as exc:

@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 OVERRIDE_ENV = "LLAMA_CPP_DIR"
@@ -72,7 +73,7 @@ def find_converter() -> Path | None:
     return next((d for d in candidate_dirs(version) if is_converter_dir(d)), None)
 
 
-def ensure_converter(*, log=None) -> Path:
+def ensure_converter(*, log: Callable[[str], None] | None = None) -> Path:
     """The converter folder, fetched and unpacked first when it is missing.
 
     Raises ConverterNotFound with the next step when llama-cpp-python is missing or the source
@@ -87,7 +88,7 @@ def ensure_converter(*, log=None) -> Path:
     return fetch_converter(version, log=log)
 
 
-def fetch_converter(version: str, *, log=None) -> Path:
+def fetch_converter(version: str, *, log: Callable[[str], None] | None = None) -> Path:
     """Download llama-cpp-python==``version``'s sdist with pip and unpack the converter from it."""
     say = log or (lambda message: None)
     with tempfile.TemporaryDirectory(prefix="lq-llama-sdist-") as tmp:
