@@ -132,6 +132,8 @@ def inspect_source(source: str | Path, *, base: str | Path | None = None) -> Exp
     if not path.is_dir():
         raise ExportError(f"{source}: no such folder (give a model folder, an adapter folder or a training run)")
     name = _safe_name(path.parent.name if path.name == "final" else path.name)
+    if path.name == "final" and (path.parent / "job.toml").is_file():
+        path = path.parent  # a run's final/ folder: its job.toml says the base and the method
     job = path / "job.toml"
     if job.is_file() and (path / "final").is_dir():
         from localqwen.training.config import load_job_config

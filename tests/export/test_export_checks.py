@@ -140,3 +140,33 @@ def test_base_only_exports_the_base_of_an_unmergeable_adapter_from_the_cli(tmp_p
     assert any(e["kind"] == "warning" and "base model" in e["message"] and "moe-lora" in e["message"] for e in lines)
     assert lines[-1]["result"]["base_only"] is True
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["base-F16.gguf", "base-README.md", "base.Modelfile"]
+
+
+def test_a_training_run_names_its_base_and_method(tmp_path, tiny_qwen3_path):
+    from localqwen.adapters.io import write_meta
+    from localqwen.training.config import parse_job_config, save_job_config
+
+    def run(method: str) -> Path:
+        folder = tmp_path / f"run-{method}"
+        config = parse_job_config({"output_dir": str(folder), "model": {"path": str(tiny_qwen3_path)},
+                                   "data": {"train": str(tmp_path / "train.jsonl")}, "method": {"name": method}})
+        save_job_config(config, folder / "job.toml")
+        (folder / "final").mkdir(parents=True)
+        return folder
+
+    lora = run("lora")
+    (lora / "final" / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA"}))
+    plan = inspect_source(lora)
+    assert (plan.kind, plan.method, plan.mergeable, plan.name) == ("adapter", "lora", True, "run-lora")
+    assert plan.base == tiny_qwen3_path and plan.adapter == lora / "final"
+
+    moe = run("mot-lora")
+    write_meta(moe / "final", {"method": "mot-lora"})
+    plan = inspect_source(moe / "final")  # the final/ folder itself: named after its run
+    assert plan.name == "run-mot-lora" and not plan.mergeable and "mot-lora routes each token" in plan.reason
+
+    full = run("full")
+    for item in tiny_qwen3_path.iterdir():
+        (full / "final" / item.name).write_bytes(item.read_bytes())
+    plan = inspect_source(full)
+    assert plan.kind == "model" and plan.model_dir == full / "final" and plan.architectures == ["Qwen3ForCausalLM"]
