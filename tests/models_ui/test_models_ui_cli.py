@@ -130,6 +130,8 @@ def test_captioner_prints_each_caption_once_and_names_previews_plainly(tmp_path,
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     out = result.stdout
+    # Which model answers: one line (stderr, with the other status lines) before the work.
+    assert f"Model: {tiny_qwen3_vl_path.name} (transformers, cpu)" in " ".join(result.output.split())
     for key in ("photo.jpg", "photo.png"):
         assert sum(line.startswith(f"{key}: ") for line in out.splitlines()) == 1, out
     assert "\nimage " not in "\n" + out  # no raw per-image lines; one summary line instead
