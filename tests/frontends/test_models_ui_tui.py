@@ -78,6 +78,7 @@ async def test_forms_focus_their_first_field_f1_goes_home_and_knowledge_bases_ar
         assert app.screen.form_view.values()["knowledge_base"] == "notes"
 
 
+@pytest.mark.slow  # a real model load and generation (~25 s here)
 @async_test
 async def test_chat_focus_empty_enter_generation_settings_and_the_answering_model(app, tiny_qwen3_path):
     app.bench.set_config("plugins.chat", "model", str(tiny_qwen3_path))
@@ -125,6 +126,7 @@ def _hf_cache_with(cache, repo: str, folder) -> None:
         os.symlink(blob, snapshot / file.name)
 
 
+@pytest.mark.slow  # the models screen probes the machine (~25 s here)
 @async_test
 async def test_model_pickers_offer_hub_cache_models_and_a_picked_folder(app, tiny_qwen3_path, tmp_path, monkeypatch):
     cache = tmp_path / "hf"
