@@ -46,11 +46,20 @@ def chat(
     session: int | None = typer.Option(None, "--session", help="Go on with this session (default: the latest)."),
     new: bool = typer.Option(False, "--new", help="Start a new session."),
     as_json: bool = typer.Option(False, "--json", help="Print events as JSON lines (for scripts)."),
+    max_tokens: int | None = typer.Option(None, "--max-tokens", help="Longest answer in tokens (default: the plugin's)."),
+    temperature: float | None = typer.Option(None, "--temperature", help="Sampling temperature, 0 to 2 (default: the plugin's; 0 = exact)."),
 ) -> None:
     """Chat with a plugin in the terminal; /help lists the commands."""
     from localqwen.cli.common import workbench
+    from localqwen.plugin_api.chat import generation_options
 
+    try:
+        generation = generation_options({"max_new_tokens": max_tokens, "temperature": temperature})
+    except ValueError as exc:
+        typer.secho(f"error: {exc}", fg="red", err=True)
+        raise typer.Exit(2) from None
     repl = ChatRepl(workbench(), as_json=as_json)
+    repl.generation = generation
     problem = repl.open(plugin, session, new=new)
     if problem:
         typer.secho(f"error: {problem}", fg="red", err=True)
@@ -70,6 +79,7 @@ class ChatRepl:
         self.title = ""
         self.session_id = 0
         self.images: list[str] = []
+        self.generation: dict[str, Any] = {}  # --max-tokens / --temperature, for every answer
 
     # -- where we are ---------------------------------------------------------------------------
     def open(self, plugin_id: str, session_id: int | None = None, *, new: bool = False) -> str:
@@ -136,7 +146,8 @@ class ChatRepl:
     def say(self, text: str) -> str:
         """Send one message (with the attached images) and print the answer."""
         started = self._start(lambda cancel: self.conversations.send(self.plugin_id, self.session_id, text,
-                                                                     self.images, cancel=cancel))
+                                                                     self.images, cancel=cancel,
+                                                                     generation=self.generation))
         if started is None:
             return ""
         self.images = []
@@ -161,7 +172,8 @@ class ChatRepl:
             self.history()
         elif name == "regenerate":
             stream = self._start(lambda cancel: self.conversations.regenerate(self.plugin_id, self.session_id,
-                                                                              cancel=cancel))
+                                                                              cancel=cancel,
+                                                                              generation=self.generation))
             if stream is not None:
                 return self.follow(stream)
         elif name == "image" and arg:

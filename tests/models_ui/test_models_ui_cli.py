@@ -144,3 +144,19 @@ def test_captioner_prints_each_caption_once_and_names_previews_plainly(tmp_path,
     assert again.exit_code == 0, again.output
     assert "Captions from earlier runs" in again.stdout and sum(
         line.startswith("photo.jpg: ") for line in again.stdout.splitlines()) == 0
+
+
+def test_terminal_chat_takes_generation_settings_and_names_the_model(isolated_home, tiny_qwen3_path):
+    import json
+
+    (isolated_home / "config").mkdir(parents=True, exist_ok=True)
+    (isolated_home / "config" / "config.toml").write_text(f'[plugins.chat]\nmodel = "{tiny_qwen3_path}"\n')
+    result = runner.invoke(app, ["chat", "--max-tokens", "3", "--json"], input="hello\n/exit\n")
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    done = next(event for event in events if event["kind"] == "done")
+    assert done["result"]["completion_tokens"] == 3  # --max-tokens reached the engine
+    assert done["result"]["answered_by"] == f"{tiny_qwen3_path.name} (transformers, cpu)"
+    assert any(e["kind"] == "log" and e["message"].startswith("Model: ") for e in events)
+    bad = runner.invoke(app, ["chat", "--temperature", "5"], input="/exit\n")
+    assert bad.exit_code == 2 and "temperature must be from 0 to 2" in " ".join(bad.output.split())
