@@ -51,8 +51,9 @@ _DOCUMENT_MENTION = re.compile(r"<\s*/?\s*untrusted_document[^>]*?id\s*=\s*\"?(\
 _SOURCES_HEADER = re.compile(r"(?i)^\s*[#*_\s]*(sources?|references?|citations?|bibliography|参考|来源)"
                              r"[*_\s]*[:：]?[*_\s]*(?:\[\d{1,3}\][,;\s]*)*$")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*•]\s*)?(?:\[\d{1,3}\]|\d{1,3}[.)])\s*\S")
-_NEGATION = re.compile(r"(?i)\b(not|no|never|none|neither|nor|cannot|without|fails?|failed|lacks?|"
-                       r"absence|absent|unrelated|unaffected)\b|n't\b|不|没有|未|无")
+# Explicit negators only: scientific prose says "unrelated", "without", "absence" in sentences that
+# negate nothing a reader would (the real model's faithful APOE4 answer was flagged for "unrelated").
+_NEGATION = re.compile(r"(?i)\b(not|no|never|none|neither|nor|cannot)\b|n't\b|不|没有|未")
 _LEADING_ANSWER_WORD = re.compile(r"(?i)^\s*(yes|no)\b[,.!:;]?\s*")
 # Findings' directions, as the BM25 tokenizer stems them: a word from one group where the source has
 # one from the other (and not the same group) reverses the finding.
