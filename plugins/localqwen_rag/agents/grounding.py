@@ -39,6 +39,7 @@ CITED_MIN = 0.5  # the same bar for a passage the model cited itself (0.35 let w
 DWARFED_BY = 2.0  # ... unless another passage supports the sentence this many times better
 MIN_CONTENT_WORDS = 3  # fewer content words: too little to judge (neutral)
 CONTRADICTION_OVERLAP = 0.6  # how closely a sentence must match a passage sentence to contradict it
+SWAP_OVERLAP = 0.8  # ... and, for an increase/decrease swap, how much of the rest must match
 MIN_QUOTE_WORDS = 4  # shorter quoted spans are names or terms, not quotes
 
 CITATION = re.compile(r"\[(\d{1,3})\]")
@@ -294,7 +295,10 @@ def find_contradictions(grounding: Grounding, passages: list[str]) -> list[str]:
                 continue
             flipped = _polarity(claim) != _polarity(best_text)
             mine, theirs = _direction(words - best_words), _direction(best_words - words)
-            swapped = bool(mine and theirs and mine != theirs)
+            # A direction swap counts only when the rest is nearly the same sentence: "reduce
+            # resistance" and "increase susceptibility" say the same thing in other words.
+            rest = support(words - _UP - _DOWN, best_words)
+            swapped = bool(mine and theirs and mine != theirs) and rest >= SWAP_OVERLAP
             if flipped or swapped:
                 how = "negates" if flipped else "reverses the direction of"
                 found.append(f"\"{_short(sentence.text)}\" {how} its source [{number}]: \"{_short(best_text)}\"")
