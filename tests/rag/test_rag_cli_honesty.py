@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 
+import pytest
 from rag_helpers import docs_folder
 from typer.testing import CliRunner
 
@@ -22,6 +23,7 @@ def _output(result) -> str:
         return result.output
 
 
+@pytest.mark.slow  # ingests three documents and runs two asks through the CLI (~30 s here)
 def test_cli_ask_shows_the_failure_reason_exits_1_and_refuses_off_topic(tmp_path, tiny_qwen3_path):
     from localqwen.app import Workbench
 
