@@ -136,7 +136,7 @@ class Grounding:
             text = sentence.text
             if sentence.rejected_citations:
                 text = _without_citations(text, set(sentence.rejected_citations))
-                text = re.sub(r"\s+([.,;:!?])", r"\1", text).strip()
+                text = re.sub(r" {2,}", " ", re.sub(r"\s+([.,;:!?])", r"\1", text)).strip()
             if sentence.status == "attributed":
                 text = _append_marker(text, "".join(f"[{n}]" for n in sentence.sources))
             elif sentence.status == "unsupported":
