@@ -66,7 +66,7 @@ class LlamaCppEngine(Engine):
         self.llm = Llama(
             model_path=str(self.path),
             n_ctx=n_ctx,
-            n_threads=n_threads or max(1, (os.cpu_count() or 2) // 2),  # llama.cpp default: physical cores
+            n_threads=n_threads or physical_cores(),
             n_gpu_layers=n_gpu_layers,
             chat_handler=handler,
             verbose=False,
@@ -171,6 +171,19 @@ class LlamaCppEngine(Engine):
         llm = self.__dict__.pop("llm", None)
         if llm is not None:
             llm.close()
+
+
+def physical_cores() -> int:
+    """Decode threads: one per physical core, as llama.cpp advises. llama-cpp-python guesses
+    ``cpu_count() // 2`` (two hyperthreads per core), which on a 2-vCPU machine without SMT
+    decodes on one core of two."""
+    try:
+        import psutil
+
+        cores = psutil.cpu_count(logical=False)
+    except ImportError:
+        cores = None
+    return max(1, cores or (os.cpu_count() or 2) // 2)
 
 
 def compile_grammar(settings: GenerationSettings, vocab: Any) -> Any:
