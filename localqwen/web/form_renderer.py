@@ -111,6 +111,16 @@ def render_form(form_cls: type[Form], options: Callable[[str], list[Any]] | None
         error = gr.Markdown("", visible=False, elem_classes=["lq-field-error"], elem_id=f"error-{spec.name}")
         rendered.append(RenderedField(spec, component, error))
 
+    return lay_out_fields(specs, add, rendered)
+
+
+def lay_out_fields(specs: list[FieldSpec], add: Callable[[FieldSpec], None],
+                   rendered: list[RenderedField]) -> list[RenderedField]:
+    """Call ``add`` for the basic fields, then for the advanced ones inside a folded accordion;
+    ``rendered`` (what ``add`` appended) comes back in declaration order, so handler arguments
+    line up with ``form_fields()`` (the action forms and the wizard steps both rely on it)."""
+    import gradio as gr
+
     for spec in specs:
         if not spec.advanced:
             add(spec)
@@ -119,7 +129,6 @@ def render_form(form_cls: type[Form], options: Callable[[str], list[Any]] | None
         with gr.Accordion(t("form.advanced"), open=False):
             for spec in advanced:
                 add(spec)
-    # Keep declaration order so handler arguments line up with form_fields().
     order = {spec.name: index for index, spec in enumerate(specs)}
     rendered.sort(key=lambda item: order[item.spec.name])
     return rendered

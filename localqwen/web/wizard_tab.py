@@ -20,7 +20,13 @@ from localqwen.i18n import t
 from localqwen.plugin_api import Choice, FieldSpec, FormError, Plugin, StepView, Widget, form_fields
 from localqwen.web.event_renderer import RunView, follow_job
 from localqwen.web.files import allowed_paths, gradio_temp_dir
-from localqwen.web.form_renderer import RenderedField, collect_values, field_component, takes_info
+from localqwen.web.form_renderer import (
+    RenderedField,
+    collect_values,
+    field_component,
+    lay_out_fields,
+    takes_info,
+)
 
 WIZARD_CSS = """
 .lq-unavailable { color: var(--body-text-color-subdued); opacity: .65; }
@@ -257,17 +263,7 @@ def _render_step_fields(specs: list[FieldSpec], lists: tuple[str, ...], plugin_i
             gr.Markdown(spec.help, elem_classes=["lq-field-help"])
         rendered.append(RenderedField(spec, component, None))
 
-    for spec in specs:
-        if not spec.advanced:
-            add(spec)
-    advanced = [spec for spec in specs if spec.advanced]
-    if advanced:
-        with gr.Accordion(t("form.advanced"), open=False):
-            for spec in advanced:
-                add(spec)
-    order = {spec.name: index for index, spec in enumerate(specs)}
-    rendered.sort(key=lambda item: order[item.spec.name])
-    return rendered
+    return lay_out_fields(specs, add, rendered)
 
 
 def build(bench: Workbench, plugin: Plugin) -> WizardTab:
