@@ -32,22 +32,36 @@ COMMANDS = "/settings, /set NAME VALUE, /profile [set|add|remove|clear FIELD VAL
 
 
 class ModelLLM:
-    """An engine with the two calls the pipeline makes (``complete`` and ``chat``)."""
+    """An engine with the two calls the pipeline makes.
 
-    def __init__(self, engine: Any, *, max_new_tokens: int = 384, cancel: Any = None) -> None:
+    ``chat`` writes what the user reads (the draft, a refine, a chit-chat reply) with the answer's
+    ``max_new_tokens`` and ``temperature``: the chat view's per-turn settings over the session's.
+    ``complete`` is the router's and the query rewriter's structured call: its own small length and
+    always greedy, because its reply is parsed (a route, a query) and must not change from run to
+    run. The auditor's critic and the profile extraction call the engine with their own fixed,
+    greedy settings for the same reason."""
+
+    def __init__(self, engine: Any, *, max_new_tokens: int = 384, temperature: float = 0.0, cancel: Any = None) -> None:
         self.engine = engine
         self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
         self.cancel = cancel
+        self.last_result: Any = None  # the last answer call's result (token counts for the chat views)
 
     def chat(self, messages: list[dict[str, Any]], *, max_new_tokens: int | None = None) -> Any:
-        from localqwen.runtime.engine.base import GenerationSettings
-
-        settings = GenerationSettings(max_new_tokens=max_new_tokens or self.max_new_tokens, temperature=0.0, seed=0)
-        return self.engine.chat(messages, settings=settings, cancel=self.cancel)
+        self.last_result = self.engine.chat(messages, settings=self._settings(max_new_tokens, self.temperature),
+                                            cancel=self.cancel)
+        return self.last_result
 
     def complete(self, system: str, user: str, *, max_new_tokens: int | None = None) -> str:
-        return self.chat([{"role": "system", "content": system}, {"role": "user", "content": user}],
-                         max_new_tokens=max_new_tokens).text
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        return str(self.engine.chat(messages, settings=self._settings(max_new_tokens, 0.0), cancel=self.cancel).text)
+
+    def _settings(self, max_new_tokens: int | None, temperature: float) -> Any:
+        from localqwen.runtime.engine.base import GenerationSettings
+
+        return GenerationSettings(max_new_tokens=max_new_tokens or self.max_new_tokens, temperature=temperature,
+                                  seed=0)
 
 
 def answer(request: ChatRequest, ctx: Context, config: MedicalConfig) -> Iterator[Any]:
@@ -102,7 +116,9 @@ def turn(request: ChatRequest, ctx: Context, config: MedicalConfig, choices: Ses
                            rows=[line.split(": ", 1) for line in profile.lines()])
     patient = merge_patients(profile.to_patient(), request.metadata.get("patient"))
     plan = build_history(plain_history(request.history), request.metadata, engine=engine)
-    llm = ModelLLM(engine, max_new_tokens=choices.max_new_tokens, cancel=ctx.cancel) if engine is not None else None
+    wanted = request.generation_settings(max_new_tokens=choices.max_new_tokens)  # the chat view's, over the session's
+    llm = (ModelLLM(engine, max_new_tokens=wanted.max_new_tokens, temperature=wanted.temperature, cancel=ctx.cancel)
+           if engine is not None else None)
     inputs = TurnInputs(
         question=request.text, history=plan.messages, patient=patient,
         patient_summary=profile.summary() if not profile.is_empty() else "", kb=kb, kb_name=choices.knowledge_base,

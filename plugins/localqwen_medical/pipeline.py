@@ -73,7 +73,7 @@ def run_turn(inputs: TurnInputs) -> Iterator[Any]:
         answer = _chat_answer(inputs, question, language)
         text = f"{answer}\n\n{grounding.line('disclaimer', language)}" if _touches_medicine(question, answer) else answer
         yield events.TextDelta(text=text)
-        yield events.Done(summary="chat", result={**result, "verdict": "pass", "answer": text},
+        yield events.Done(summary="chat", result={**result, "verdict": "pass", "answer": text, **_usage(inputs)},
                           elapsed_s=time.perf_counter() - started)
         return
 
@@ -129,6 +129,7 @@ def run_turn(inputs: TurnInputs) -> Iterator[Any]:
     result["findings"] = rounds[-1].findings if rounds else []
     text = f"{final}\n\n{grounding.line('disclaimer', language)}"
     result["answer"] = text
+    result.update(_usage(inputs))
     yield events.TextDelta(text=text)
     yield events.Done(summary=f"{found.intent}: {verdict}", result=result, elapsed_s=time.perf_counter() - started)
 
@@ -205,6 +206,16 @@ def _chat_answer(inputs: TurnInputs, question: str, language: str) -> str:
                 "Hello! I am a medical assistant: ask me about symptoms, medicines, tests or treatments.")
     messages = [*inputs.history, {"role": "user", "content": question}]
     return grounding.strip_thinking(inputs.llm.chat(messages).text)
+
+
+def _usage(inputs: TurnInputs) -> dict[str, Any]:
+    """Token counts of the last model call that wrote answer text (draft, refine or chit-chat
+    reply), for the chat views' status line; nothing when no model wrote any."""
+    result = getattr(inputs.llm, "last_result", None)
+    if result is None:
+        return {}
+    return {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+            "finish_reason": result.finish_reason}
 
 
 def _touches_medicine(question: str, answer: str) -> bool:

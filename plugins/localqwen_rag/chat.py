@@ -76,6 +76,11 @@ def _ask(request: ChatRequest, ctx: Context, config: RagConfig, choices: Session
             yield events.Warning(message="rerank is on but no cross-encoder is configured "
                                          "([plugins.rag] reranker); searching without it")
 
+    # The answer's length and temperature: the chat view's per-turn settings over the session's
+    # max_new_tokens (greedy by default). They reach the Responder's streamed answer only; the
+    # agents' internal structured calls keep their own lengths and greedy decoding (agents/llm.py).
+    answer_settings = request.generation_settings(max_new_tokens=choices.max_new_tokens)
+
     def llm_for(model: str, task: str) -> LLM:
         from localqwen.retrieval.quiet import quiet_loading
 
@@ -83,7 +88,8 @@ def _ask(request: ChatRequest, ctx: Context, config: RagConfig, choices: Session
         # plugin's `model` setting, which is the text model, also for images).
         with quiet_loading():  # the load's progress bars and library notes are not the user's business
             engine = ctx.engine(model or ctx.default_model(task), task=task)
-        return LLM(engine, max_new_tokens=choices.max_new_tokens, cancel=ctx.cancel)
+        return LLM(engine, max_new_tokens=answer_settings.max_new_tokens, temperature=answer_settings.temperature,
+                   cancel=ctx.cancel)
 
     text_model = choices.model or config.model
     router_model = choices.router_model or config.router_model

@@ -127,7 +127,9 @@ def run_question(question: Question, deps: PipelineDeps) -> Iterator[Any]:
                     "refused": answer.refused, "topology": route.topology, "router_source": route.source,
                     "steps": [s["agent"] for s in trajectory.steps], "verdicts": trajectory.verdicts,
                     "outcome": trajectory.outcome, "outcome_reasons": trajectory.outcome_reasons,
-                    "model_calls": trajectory.model_calls, "trajectory_id": trajectory.id},
+                    "model_calls": trajectory.model_calls, "trajectory_id": trajectory.id,
+                    # the token counts of the call that wrote the answer (the chat views show them)
+                    **answer.usage},
             elapsed_s=time.monotonic() - started)
     finally:
         trajectory.latency_s = round(time.monotonic() - started, 4)

@@ -85,7 +85,9 @@ def build_messages(question: str, evidence: list[Hit], *, image: str | None = No
         text += "No evidence was found in the knowledge base. Say so; do not invent sources.\n\n"
     text += f"Question: {question}"
     if evidence:  # small models follow an instruction next to the question far better than one far above
-        text += "\n\nAnswer in at most three short sentences, each ending with the [n] of the passage it uses."
+        text += ("\n\nAnswer in at most three short sentences. First say what the most relevant passage reports, "
+                 "in its own words, ending that sentence with its number, like [2]. Then answer the question from "
+                 "that, or say the passages do not answer it.")
     if feedback:
         text += "\n\nA reviewer asked for a better answer:\n" + "\n".join(f"- {r}" for r in feedback)
     content: Any = text
@@ -103,6 +105,8 @@ class Answer:
     invalid_citations: list[int] = field(default_factory=list)  # numbers that match no passage
     grounding: Grounding | None = None  # sentence by sentence (None without evidence)
     refused: bool = False  # nothing relevant in the documents: the model was not asked
+    # The model call that wrote it: prompt_tokens, completion_tokens, finish_reason (empty when refused).
+    usage: dict[str, Any] = field(default_factory=dict)
 
     @property
     def no_evidence(self) -> bool:
@@ -172,4 +176,9 @@ def respond(llm: LLM, question: str, evidence: list[Hit], *, used_kb: bool, imag
     for delta in llm.stream(messages, max_new_tokens=max_new_tokens):
         chunks.append(delta)
         yield delta
-    yield finalize("".join(chunks), evidence, used_kb)
+    answer = finalize("".join(chunks), evidence, used_kb)
+    if llm.last_result is not None:
+        result = llm.last_result
+        answer.usage = {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+                        "finish_reason": result.finish_reason}
+    yield answer
