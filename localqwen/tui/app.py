@@ -187,6 +187,13 @@ class LocalQwenApp(App[None]):
         self.chat_plugin = plugin_id
         self.switch_mode("chat")
 
+    def open_wizard(self, plugin: Plugin) -> None:
+        """Show ``plugin``'s guided flow (see ``Plugin.guided_flow``) over the home screen."""
+        from localqwen.tui.screens.wizard import open_wizard
+
+        self.switch_mode("home")
+        self.push_screen(open_wizard(self, plugin))
+
     def open_job(self, job_id: str) -> None:
         from localqwen.tui.screens.jobs import JobScreen
 
@@ -198,9 +205,30 @@ class LocalQwenApp(App[None]):
         for mode in ("home", "chat", "models", "jobs", "settings"):
             yield SystemCommand(t(f"nav.{mode}"), t(f"palette.{mode}"), lambda m=mode: self.switch_mode(m))
         for plugin in self.bench.host.load_all():
-            for item in plugin.actions():
-                yield SystemCommand(f"{plugin.title} › {item.title}", item.description or plugin.description,
-                                    lambda p=plugin, a=item.id: self.open_action(p, a))
+            yield from self.plugin_commands(plugin)
+
+    def plugin_commands(self, plugin: Plugin) -> Iterable[SystemCommand]:
+        """What the plugin's home card offers, as palette commands titled "Plugin › button" in the
+        card's order: its chat, its wizard, its actions, its custom view (the home screen's buttons
+        and these must agree; tests/frontends/test_palette_tui.py checks it). The wizard comes before
+        the actions, so typing "wizard" puts it above an action whose title merely starts with it."""
+        from localqwen.frontend_hooks import view_hook
+
+        if plugin.chats:
+            yield SystemCommand(f"{plugin.title} › {t('chat.open')}", t("palette.plugin_chat", plugin=plugin.title),
+                                lambda p=plugin.id: self.open_chat(p))
+        flow = plugin.guided_flow()
+        if flow is not None:
+            yield SystemCommand(f"{plugin.title} › {t('wizard.open')}",
+                                t("palette.wizard", flow=flow.title, count=len(flow.steps)),
+                                lambda p=plugin: self.open_wizard(p))
+        for item in plugin.actions():
+            yield SystemCommand(f"{plugin.title} › {item.title}", item.description or plugin.description,
+                                lambda p=plugin, a=item.id: self.open_action(p, a))
+        hook, _ = view_hook(plugin, "tui")
+        if hook is not None:
+            yield SystemCommand(f"{plugin.title} › {t('home.custom_view')}", plugin.description,
+                                lambda p=plugin: self.open_custom_view(p))
 
 
 def first_frame_look() -> dict[str, Any]:

@@ -158,10 +158,8 @@ class HomeScreen(BaseScreen):
 
     @on(Button.Pressed, ".wizard-button")
     def _open_wizard(self, event: Button.Pressed) -> None:
-        from localqwen.tui.screens.wizard import open_wizard
-
         plugin = self.app.bench.host.get((event.button.id or "").removeprefix("wizard-"))  # type: ignore[attr-defined]
-        self.app.push_screen(open_wizard(self.app, plugin))
+        self.app.open_wizard(plugin)  # type: ignore[attr-defined]
 
     @on(Button.Pressed, ".chat-button")
     def _open_chat(self, event: Button.Pressed) -> None:
