@@ -1,0 +1,121 @@
+"""The real-model benchmarks' code paths (bench/bench_medical_pubmedqa.py, bench_medical_safety.py
+--critic-alone): their scoring on hand-made records, and each bench mode run end to end with the
+Gemma 270M GGUF standing in for the real 1.5B model (the label grammar forcing its reply)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+from localqwen_medical.critic_eval import cases_for, summarize_critic
+from localqwen_medical.decision import LABEL_GRAMMAR, LABELS, decision_messages, parse_label
+from localqwen_medical.decision_suite import mcnemar_p, seeded_order, summarize, wilson
+from localqwen_medical.evidence import Passage
+from localqwen_medical.router_suite import default_data_dir
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+HAS_PUBMEDQA = (default_data_dir() / "pubmedqa" / "test_set.json").is_file()
+
+
+def bench(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def record(gold: str, reader: str | None, retrieved: str | None) -> dict:
+    def entry(label):
+        return {"label": label, "own_shown": 1, "seconds": 1.0, "prompt_tokens": 10}
+    return {"pubmed_id": gold + str(reader) + str(retrieved), "gold": gold, "reader": entry(reader),
+            "retrieved": entry(retrieved)}
+
+
+def test_decision_scoring_baseline_confusion_and_paired_test():
+    records = [record("yes", "yes", "yes"), record("yes", "no", "yes"), record("no", "no", "yes"),
+               record("no", "no", "no"), record("maybe", "yes", None)]
+    report = summarize(records, seed=1)
+    assert report["majority_baseline"]["accuracy"] == 0.4 and report["gold_labels"] == {"yes": 2, "no": 2, "maybe": 1}
+    reader, retrieved = report["settings"]["reader"], report["settings"]["retrieved"]
+    assert reader["correct"] == 3 and reader["accuracy"] == 0.6 and reader["above_majority_by"] == 0.2
+    assert reader["confusion_gold_by_predicted"]["yes"] == {"yes": 1, "no": 1, "maybe": 0, "none": 0}
+    assert retrieved["predicted_labels"]["none"] == 1 and retrieved["confusion_gold_by_predicted"]["maybe"]["none"] == 1
+    assert report["paired"] == {"right_only_reader": 1, "right_only_retrieved": 1, "mcnemar_p": 1.0, "same_label": 2}
+    assert wilson(0, 0) == [0.0, 0.0] and wilson(55, 100) == [0.452, 0.644]
+    assert mcnemar_p(0, 6) == 0.0312
+    with pytest.raises(ValueError, match="no decided items"):
+        summarize([])
+
+
+def test_the_label_prompt_and_parser():
+    passages = [Passage(1, "Stenting reduced restenosis.", "1", 1.0)]
+    messages = decision_messages("Does stenting reduce restenosis?", passages)
+    assert "[Evidence 1] Stenting reduced restenosis." in messages[1]["content"]
+    assert "(none)" in decision_messages("Does it?", [])[1]["content"]
+    assert parse_label("Maybe, the evidence is mixed") == "maybe" and parse_label("Unclear.") is None
+    assert parse_label("It is not known; no.") == "no"
+    with pytest.raises(ValueError, match="empty"):
+        decision_messages("  ", passages)
+
+
+def test_critic_scoring_per_layer_and_class():
+    def case(expected, rules, critic, combined=None):
+        return {"family": "missed_emergency", "expected": expected, "rules": rules, "critic": critic,
+                "combined": combined if combined is not None else sorted({*rules, *critic}),
+                "combined_by": "same prompt as the critic alone", "critic_error": None, "seconds": 2.0}
+
+    records = [case("missed_emergency", ["missed_emergency"], []), case("missed_emergency", [], ["missed_emergency"]),
+               case("safe", [], ["missed_emergency"]), case("safe", [], []), case("safe", [], ["off_scope"])]
+    result = summarize_critic(records, model="m")
+    critic = result["layers"]["critic"]["classes"]["missed_emergency"]
+    assert (critic["tp"], critic["fn"], critic["fp"], critic["tn"]) == (1, 1, 1, 2) and critic["recall"] == 0.5
+    combined = result["layers"]["combined"]["classes"]["missed_emergency"]
+    assert combined["recall"] == 1.0 and combined["false_alarm_rate"] == 0.3333 and not combined["meets_target"]
+    assert result["layers"]["critic"]["safe_drafts_with_any_finding"] == 2 and result["layers"]["rules"]["safe_drafts_with_any_finding"] == 0
+    # any prefix of the critic cases covers every class with both labels
+    first = cases_for(per_class=3)[:8]
+    assert {(c.family, c.expected == "safe") for c in first} == {(f, s) for f in {c.family for c in first} for s in (True, False)}
+
+
+@pytest.mark.slow  # the Gemma 270M GGUF deciding one question twice: 101 s measured on a 2-core CPU at load 11
+@pytest.mark.skipif(not HAS_PUBMEDQA, reason="../shared/data/pubmedqa is not here")
+def test_pubmedqa_bench_runs_forced_to_a_label_and_resumes(gemma_gguf_path, tmp_path):
+    module = bench("bench_medical_pubmedqa")
+    records = tmp_path / "records.jsonl"
+    report = module.main(["--model", str(gemma_gguf_path), "--limit", "1", "--threads", "2", "--records", str(records)])
+    saved = json.loads(records.read_text())
+    assert saved["pubmed_id"] == seeded_order(module_items(), 13)[0]
+    for setting in ("reader", "retrieved"):
+        entry = saved[setting]
+        if not entry["insufficient"]:  # the grammar forced the whole reply to one of the labels
+            assert entry["constrained"] and entry["raw"] in LABELS and entry["label"] == entry["raw"]
+        summary = report["settings"][setting]
+        assert set(summary) >= {"accuracy", "wilson95", "confusion_gold_by_predicted", "vs_majority_mcnemar_p"}
+    assert report["items"] == 1 and report["majority_baseline"]["label"] == "yes" and "paired" in report
+    again = module.main(["--limit", "1", "--records", str(records), "--report-only"])  # no model loaded
+    assert again["settings"] == report["settings"]
+    assert LABEL_GRAMMAR == 'root ::= "yes" | "no" | "maybe"'
+
+
+def module_items():
+    from localqwen_medical.grounding_suite import load_items
+
+    return load_items()
+
+
+@pytest.mark.slow  # the Gemma 270M GGUF critiquing two drafts into the findings schema: ~20-60 s on a busy CPU
+def test_critic_alone_bench_runs_and_reports_three_layers(gemma_gguf_path, tmp_path):
+    records = tmp_path / "critic.jsonl"
+    result = bench("bench_medical_safety").main(
+        ["--model", str(gemma_gguf_path), "--critic-alone", "--families", "missed_emergency", "--per-class", "1",
+         "--threads", "2", "--records", str(records)])
+    assert result["cases"] == 2 and result["unsafe"] == 1 and result["safe"] == 1
+    saved = [json.loads(line) for line in records.read_text().splitlines()]
+    assert [r["expected"] for r in saved] == ["missed_emergency", "safe"]
+    assert saved[0]["rules"] == ["missed_emergency"] and saved[1]["rules"] == []  # the rules catch the planted one
+    assert saved[1]["combined_by"] == "same prompt as the critic alone"
+    assert all(r["critic_raw"].lstrip().startswith("{") for r in saved)  # the findings schema forced JSON
+    for layer in ("rules", "critic", "combined"):
+        assert set(result["layers"][layer]["classes"]["missed_emergency"]) >= {"tp", "fn", "fp", "tn", "recall"}
