@@ -19,7 +19,7 @@ from localqwen_safari.episode import Episode, tool_schemas
 from localqwen_safari.missions import KINDS, mission_for_seed
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import expert
-from localqwen_safari.prompts import SYSTEM_PROMPT
+from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, system_prompt
 
 DATASET_FILE = "dataset.jsonl"
 CONVERSATIONS_FILE = "conversations.jsonl"
@@ -27,8 +27,11 @@ TRAIN_SEED_START = 100_000  # far from the evaluation seeds (1000-1299 in the RE
 
 
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
-             seed_start: int = TRAIN_SEED_START) -> Iterator[Any]:
-    """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict."""
+             seed_start: int = TRAIN_SEED_START, prompt: str = "full") -> Iterator[Any]:
+    """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict.
+    ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
+    schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch)."""
+    system = system_prompt(prompt)
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     kinds = list(KINDS) if kind == "both" else [kind]
@@ -37,7 +40,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     out_dir = Path(out_dir).expanduser()
     images = out_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
-    tools = tool_schemas()
+    tools = tool_schemas() if prompt == "full" else None
     tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message="expert episodes")
     rows = successes = 0
     with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
@@ -55,8 +58,12 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                     "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": turn.context,
                     "thought": turn.decision.thought, "tool_calls": calls,
                     "results": [run.result for run in turn.runs]}, ensure_ascii=False) + "\n")
-                chat_rows.write(json.dumps(conversation_row(image_file, turn.context, turn.decision.thought, calls,
-                                                            tools), ensure_ascii=False) + "\n")
+                if prompt == "full":
+                    context, thought = turn.context, turn.decision.thought
+                else:
+                    context, thought = turn.compact_context, compact_thought(turn.decision.thought)
+                chat_rows.write(json.dumps(conversation_row(image_file, context, thought, calls, tools, system=system),
+                                           ensure_ascii=False) + "\n")
                 rows += 1
             successes += episode.success
             if index % 20 == 19 or index == episodes - 1:
@@ -67,25 +74,28 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
 
 
 def conversation_row(image: str, context: str, thought: str, calls: list[dict[str, Any]],
-                     tools: list[dict[str, Any]]) -> dict[str, Any]:
+                     tools: list[dict[str, Any]] | None, *, system: str = SYSTEM_PROMPT) -> dict[str, Any]:
     """One turn as a Qwen3-VL chat row: the tool calls are structured ``tool_calls`` (the chat
-    template writes them as ``<tool_call>`` blocks), not text after the Thought."""
-    return {
+    template writes them as ``<tool_call>`` blocks), not text after the Thought. Without
+    ``tools`` the row has no schema (the compact profile)."""
+    row: dict[str, Any] = {
         "messages": [
-            {"role": "system", "content": SYSTEM_PROMPT},
+            {"role": "system", "content": system},
             {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": context}]},
             {"role": "assistant", "content": f"Thought: {thought}",
              "tool_calls": [{"type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
                             for call in calls]},
         ],
-        "tools": tools,
     }
+    if tools is not None:
+        row["tools"] = tools
+    return row
 
 
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
-                      seed_start: int = TRAIN_SEED_START) -> Path:
+                      seed_start: int = TRAIN_SEED_START, prompt: str = "full") -> Path:
     """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""
-    stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start)
+    stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt)
     try:
         while True:
             next(stream)

@@ -115,6 +115,18 @@ class Episode:
             lines.append("Your last turn made no tool call.")
         return "\n".join(lines)
 
+    def compact_context(self, *, show_notepad: bool = True) -> str:
+        """The same facts in far fewer tokens, for a tiny model trained from scratch (the
+        ``compact`` prompt profile): mission, turn, position, finds, notepad, last results."""
+        row, col = self.position
+        lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
+                 f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
+                 "Notepad: " + ((self.notepad or "(empty)") if show_notepad else "(hidden)")]
+        lines += [f"{run.name}: {run.result}" for run in self.last_runs]
+        if self.turn and not self.last_runs:
+            lines.append("No tool call.")
+        return "\n".join(lines)
+
     # -- playing -------------------------------------------------------------------------------
     def play_turn(self, calls: list[Call]) -> list[ToolRun]:
         """Run one turn's calls in order; a turn without a call is a wasted turn."""

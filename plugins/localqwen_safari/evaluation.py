@@ -4,13 +4,14 @@ calls, agreement with the expert on the same states, Thought-Action consistency,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import Policy, expert, thought_consistent
+from localqwen_safari.policies import Decision, Policy, expert, thought_consistent
 
 
 @dataclass
@@ -88,6 +89,38 @@ def play_scored(tally: Tally, policy: Policy, mission: Mission) -> Episode:
         consistent += thought_consistent(turn.decision)
     tally.add(episode, agreements, consistent)
     return episode
+
+
+class BatchPolicy(Protocol):
+    """A policy that decides many episodes' turns at once (the model policy, batched)."""
+
+    def decide(self, episodes: list[Episode]) -> list[Decision]: ...
+
+
+def evaluate_lockstep(policy: BatchPolicy, missions: Sequence[Mission], tally: Tally, *,
+                      batch_size: int = 64) -> Iterator[int]:
+    """Play ``missions`` in groups of ``batch_size`` episodes in lockstep: every turn, the live
+    episodes' decisions come from one ``policy.decide`` call (one batched generate), each is
+    scored against the expert on the state it saw, exactly like :func:`play_scored`. Yields the
+    number of episodes finished after each group (for progress)."""
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    for first in range(0, len(missions), batch_size):
+        group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
+        agreements = [0] * len(group)
+        consistent = [0] * len(group)
+        live = list(range(len(group)))
+        while live:
+            references = [expert(group[i]) for i in live]  # teacher forcing, before the calls change the state
+            decisions = policy.decide([group[i] for i in live])
+            for i, decision, reference in zip(live, decisions, references, strict=True):
+                group[i].play_turn(decision.calls)
+                agreements[i] += decision.action() == reference.action()
+                consistent[i] += thought_consistent(decision)
+            live = [i for i in live if not group[i].done]
+        for episode, agreed, held in zip(group, agreements, consistent, strict=True):
+            tally.add(episode, agreed, held)
+        yield len(group)
 
 
 def _ratio(part: int, whole: int) -> float:

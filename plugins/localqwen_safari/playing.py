@@ -19,6 +19,7 @@ class Turn:
     decision: Decision
     runs: list[ToolRun]
     reference: Decision | None = None  # what the teacher (the expert) would have done in the same state
+    compact_context: str = ""  # the context in the compact prompt profile (Episode.compact_context)
 
 
 def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
@@ -26,9 +27,9 @@ def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
     """Yield each turn after it ran, until the episode is over. ``teacher`` is asked on the very
     state the policy saw (teacher forcing), before the policy's calls change it."""
     while not episode.done:
-        context = episode.context_text()
+        context, compact = episode.context_text(), episode.compact_context()
         view = render_view(episode) if render else None
         reference = teacher(episode) if teacher is not None else None
         decision = policy(episode)
         runs = episode.play_turn(decision.calls)
-        yield Turn(episode.turn, context, view, decision, runs, reference)
+        yield Turn(episode.turn, context, view, decision, runs, reference, compact)

@@ -31,6 +31,8 @@ class PlayForm(Form):
     output_dir: Path | None = field(None, label="Images folder", widget="folder", advanced=True,
                                     help="Where the view and map images and episode.jsonl go; "
                                          "empty = the plugin's outputs.")
+    prompt: Literal["full", "compact"] = field("full", label="Prompt profile", advanced=True,
+                                               help="For --policy model: what it was trained with (full or compact).")
 
 
 class ReplayForm(Form):
@@ -47,6 +49,9 @@ class GenerateForm(Form):
     kind: Literal["both", "find-one", "find-two"] = field("both", label="Missions", help="both = alternate kinds.")
     seed_start: int = field(100_000, label="First seed", ge=0, advanced=True,
                             help="Episode i uses seed first+i; keep it away from your evaluation seeds.")
+    prompt: Literal["full", "compact"] = field("full", label="Prompt profile", advanced=True,
+                                               help="Conversation rows with the full system prompt and tool schema, "
+                                                    "or compact (one line, no schema) for a tiny model.")
 
 
 class EvaluateForm(Form):
@@ -64,6 +69,11 @@ class EvaluateForm(Form):
     max_new_tokens: int = field(256, label="Max reply tokens", ge=8, le=4096, advanced=True)
     ablations: bool = field(False, label="Model ablations",
                             help="With the model: also run it with a blank image and with its notepad hidden.")
+    prompt: Literal["full", "compact"] = field("full", label="Prompt profile", advanced=True,
+                                               help="What the model was trained with: full (system prompt and "
+                                                    "tool schema) or compact (one line, no schema).")
+    batch_size: int = field(64, label="Episodes per batch", ge=1, le=4096, advanced=True,
+                            help="The model plays this many episodes in lockstep, one batched generate per turn.")
 
 
 class Safari(Plugin):
@@ -167,7 +177,8 @@ class Safari(Plugin):
         from localqwen_safari.dataset import generate
 
         out = (form.output_dir or ctx.outputs_dir / "dataset").expanduser()
-        summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start), ctx)
+        summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
+                                                prompt=form.prompt), ctx)
         yield ev.FileWritten(path=summary["dataset"], description="expert turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "
@@ -177,7 +188,7 @@ class Safari(Plugin):
     @action(form=EvaluateForm, title="Evaluate policies",
             description="Success (95% interval), turns, valid calls, expert agreement, Thought-Action consistency.")
     def evaluate(self, form: EvaluateForm, ctx: Context):
-        from localqwen_safari.evaluation import Tally, play_scored
+        from localqwen_safari.evaluation import Tally, evaluate_lockstep, play_scored
         from localqwen_safari.missions import KINDS, load_missions, mission_for_seed, parse_seeds
         from localqwen_safari.policies import POLICIES
 
@@ -207,11 +218,17 @@ class Safari(Plugin):
             for kind, group in by_kind.items():
                 started = time.monotonic()
                 tally = Tally()
-                for number, mission in enumerate(group, 1):
-                    ctx.cancel.raise_if_cancelled()
-                    play_scored(tally, policy, mission)
-                    if number % 10 == 0 or number == len(group):
-                        yield tracker.advance(10 if number % 10 == 0 else number % 10, message=f"{name} on {kind}")
+                if hasattr(policy, "decide"):  # the model: many episodes in lockstep, one batched generate a turn
+                    for finished in evaluate_lockstep(policy, group, tally, batch_size=form.batch_size):
+                        ctx.cancel.raise_if_cancelled()
+                        yield tracker.advance(finished, message=f"{name} on {kind}")
+                else:
+                    for number, mission in enumerate(group, 1):
+                        ctx.cancel.raise_if_cancelled()
+                        play_scored(tally, policy, mission)
+                        if number % 10 == 0 or number == len(group):
+                            yield tracker.advance(10 if number % 10 == 0 else number % 10,
+                                                  message=f"{name} on {kind}")
                 runs.append({"policy": name, "kind": kind, **tally.metrics(),
                              "seconds": round(time.monotonic() - started, 2)})
         columns = ["policy", "kind", "episodes", "success_rate", "success_ci95", "avg_turns", "valid_tool_calls",
@@ -240,7 +257,7 @@ def _model_policy(form: PlayForm | EvaluateForm, ctx: Context, image_dir: Path, 
         # a text-only Qwen3 plays too: it reads the view as text rows (model_policy.text_view)
         engine = ctx.engine(form.model, adapter=adapter, task="text")
     return ModelPolicy(engine, image_dir, settings=GenerationSettings(max_new_tokens=form.max_new_tokens),
-                       cancel=ctx.cancel, **ablation)
+                       cancel=ctx.cancel, prompt=form.prompt, keep_replies=False, **ablation)
 
 
 def _pick_mission(form: PlayForm) -> Any:

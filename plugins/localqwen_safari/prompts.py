@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE
 from localqwen_safari.render import CELL_PX
 
@@ -15,3 +17,30 @@ SYSTEM_PROMPT = (
     "where you saw animals as 'species at (row, col)'), declare_found (within one cell of the target) and "
     "declare_done when every target is found."
 )
+
+# The short prompt for a tiny model trained from scratch (bench/bench_safari_learning.py): no tool
+# schema in the prompt either. It learns the tools from the expert's calls, and every training
+# token it does not need to read is time the 30-minute budget spends on what it must learn. The
+# same profile must be used at evaluation (``evaluate --prompt compact``) as in training.
+COMPACT_SYSTEM_PROMPT = "Safari guide: write 'Thought: ...', then call move, update_notepad, declare_found, declare_done."
+
+PROMPTS = ("full", "compact")
+
+
+def system_prompt(prompt: str) -> str:
+    """The system prompt of a prompt profile: ``full`` (with the tool schema) or ``compact``."""
+    if prompt not in PROMPTS:
+        raise ValueError(f"unknown prompt profile {prompt!r} (expected one of {', '.join(PROMPTS)})")
+    return SYSTEM_PROMPT if prompt == "full" else COMPACT_SYSTEM_PROMPT
+
+
+_SENTENCE_END = re.compile(r"(?<=\.) (?=[A-Z])")
+
+
+def compact_thought(thought: str) -> str:
+    """The expert's Thought for the compact profile: only its last sentence, the decision ("I move
+    left 3 steps towards it.", "... so I declare it found."). Every reply token is a decode step
+    for every episode of an evaluation batch, and the "I see ..." inventory is in the notepad call
+    anyway. The move is still stated as 'I move <direction> <n> steps', so Thought-Action
+    consistency is checked exactly as for the full Thought."""
+    return _SENTENCE_END.split(thought.strip())[-1]

@@ -135,11 +135,12 @@ class Engine:
         self,
         conversations: list[Messages],
         *,
+        tools: Tools | None = None,
         settings: GenerationSettings | None = None,
         cancel: CancelToken | None = None,
     ) -> list[ChatResult]:
-        """Answer several conversations. Backends that can batch for real override this."""
-        return [self.chat(messages, settings=settings, cancel=cancel) for messages in conversations]
+        """Answer several conversations (each offered ``tools``). Backends that can batch for real override this."""
+        return [self.chat(messages, tools=tools, settings=settings, cancel=cancel) for messages in conversations]
 
     def check_settings(self, settings: GenerationSettings) -> None:
         """Refuse, before any work, what this backend cannot honour."""

@@ -233,8 +233,8 @@ class TransformersEngine(Engine):
         self.last_result = self._generate([messages], tools, settings, cancel)[0]
         return self.last_result
 
-    def chat_batch(self, conversations: list[Messages], *, settings: GenerationSettings | None = None,
-                   cancel: CancelToken | None = None) -> list[ChatResult]:
+    def chat_batch(self, conversations: list[Messages], *, tools: Tools | None = None,
+                   settings: GenerationSettings | None = None, cancel: CancelToken | None = None) -> list[ChatResult]:
         """Real batching: all conversations go through one left-padded ``generate`` call."""
         self.ensure_open()
         self.check_settings(settings or GenerationSettings())
@@ -242,7 +242,7 @@ class TransformersEngine(Engine):
             return []
         for messages in conversations:
             check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
-        return self._generate(conversations, None, settings, cancel)
+        return self._generate(conversations, tools or None, settings, cancel)
 
     def _generate(self, conversations: list[Messages], tools: Tools | None, settings: GenerationSettings | None,
                   cancel: CancelToken | None) -> list[ChatResult]:
