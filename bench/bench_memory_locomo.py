@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_memory_locomo.py --mode bm25      # all 10 conversations, seconds
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid    # + MiniLM vectors (the chat's default)
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --facts  # + LoCoMo's observations as facts
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --limit 1
 
 Prints the report as JSON: all_at_10, per category, session_all_at_5, p95_ms (one recall, the
@@ -29,6 +30,9 @@ def main() -> None:
     parser.add_argument("--mode", choices=["bm25", "hybrid"], default="bm25")
     parser.add_argument("--vector-cache", type=Path, default=app_paths().cache_dir / "memory" / "locomo-vectors",
                         help="folder keeping the turns' vectors between runs")
+    parser.add_argument("--facts", action="store_true",
+                        help="put LoCoMo's annotated observations beside the turns as facts (standing in for "
+                             "what the extraction model stores); a recalled fact counts for its source turns")
     args = parser.parse_args()
     samples = load(args.data)
     if args.limit:
@@ -41,7 +45,8 @@ def main() -> None:
 
         torch.set_num_threads(1)  # the per-query latency of one chat turn, not of a parallel batch
         embedder = get_embedder
-    print(json.dumps(evaluate_locomo(samples, mode=args.mode, embedder=embedder, vector_cache=args.vector_cache),
+    print(json.dumps(evaluate_locomo(samples, mode=args.mode, embedder=embedder, vector_cache=args.vector_cache,
+                                     facts=args.facts),
                      indent=1))
 
 
