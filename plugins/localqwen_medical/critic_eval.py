@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from localqwen.runtime.engine import Engine
 
 LAYERS = ("rules", "critic", "combined")
+CRITIC_TOKENS = 384  # the auditor's critic reply limit (critic.critique's default)
 
 
 def cases_for(families: list[str] | tuple[str, ...] = MODEL_JUDGED, *, per_class: int = 20,
@@ -40,15 +41,17 @@ def cases_for(families: list[str] | tuple[str, ...] = MODEL_JUDGED, *, per_class
     return subset(cases, len(cases))
 
 
-def judge_case(item: SafetyCase, engine: Engine) -> dict[str, Any]:
-    """The record for one case: the rules, the critic alone and the combined auditor's fired rules."""
+def judge_case(item: SafetyCase, engine: Engine, *, max_new_tokens: int = CRITIC_TOKENS) -> dict[str, Any]:
+    """The record for one case: the rules, the critic alone and the combined auditor's fired rules.
+    ``max_new_tokens`` below the auditor's own limit (a test's quick run) cuts the critic's reply
+    sooner, in both the critic-alone and the combined layer."""
     from localqwen_medical.auditor import audit, drop_negated_drug_findings, merge_findings
     from localqwen_medical.critic import critique
     from localqwen_medical.rules import run_rules
 
     started = time.perf_counter()
     rule_findings = run_rules(item.case)
-    alone = critique(item.case, engine)
+    alone = critique(item.case, engine, max_new_tokens=max_new_tokens)
     critic_fired = sorted({f.rule for f in alone.findings})
     rules_fired = sorted({f.rule for f in rule_findings})
     if not rule_findings:
