@@ -33,7 +33,16 @@ def main() -> None:
     parser.add_argument("--facts", action="store_true",
                         help="put LoCoMo's annotated observations beside the turns as facts (standing in for "
                              "what the extraction model stores); a recalled fact counts for its source turns")
+    parser.add_argument("--session-weight", type=float, default=None,
+                        help="ablation: another session share than the chat's (recall.RANKING)")
     args = parser.parse_args()
+    ranking = None
+    if args.session_weight is not None:
+        from dataclasses import replace
+
+        from localqwen_memory.recall import RANKING
+
+        ranking = replace(RANKING, session_weight=args.session_weight)
     samples = load(args.data)
     if args.limit:
         samples = samples[: args.limit]
@@ -46,7 +55,7 @@ def main() -> None:
         torch.set_num_threads(1)  # the per-query latency of one chat turn, not of a parallel batch
         embedder = get_embedder
     print(json.dumps(evaluate_locomo(samples, mode=args.mode, embedder=embedder, vector_cache=args.vector_cache,
-                                     facts=args.facts),
+                                     facts=args.facts, ranking=ranking),
                      indent=1))
 
 

@@ -75,11 +75,11 @@ TUNING_CONVERSATIONS = 5  # the ranking's parameters were picked on these only (
 
 
 def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextual: bool, k: int = 10,
-                          conversation: int = 0, facts: bool = False) -> list[dict]:
+                          conversation: int = 0, facts: bool = False, ranking=None) -> list[dict]:
     """Contextual turns are searched as the chat recalls (``rank_memories``); bare turns with plain
     BM25 (``store.search``), the baseline. ``facts``: LoCoMo's observations go in beside the turns as
     facts (the chat keeps both), and a recalled fact counts for the turns it was drawn from."""
-    from localqwen_memory.recall import rank_memories
+    from localqwen_memory.recall import RANKING, rank_memories
 
     persona = f"locomo-{sample['sample_id']}-{'ctx' if contextual else 'bare'}{'-facts' if facts else ''}"
     turns = turns_of(sample)
@@ -104,7 +104,7 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
 
     def search(question: str) -> list:
         if contextual:
-            return rank_memories(store, question, persona, k=50, mode=mode)
+            return rank_memories(store, question, persona, k=50, mode=mode, settings=ranking or RANKING)
         return store.search(question, persona, k=50, mode="bm25")
 
     results: list[dict] = []
@@ -148,10 +148,11 @@ def summarise(results: list[dict]) -> dict[str, Any]:
 
 
 def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embedder=None,
-                    vector_cache: Path | None = None, facts: bool = False) -> dict[str, Any]:
+                    vector_cache: Path | None = None, facts: bool = False, ranking=None) -> dict[str, Any]:
     """``embedder``: a zero-argument callable returning the embedder (hybrid mode). ``vector_cache``:
     a folder where the turns' vectors are kept between runs (queries are always embedded live).
-    ``facts``: LoCoMo's annotated observations stand in for extracted facts beside the turns."""
+    ``facts``: LoCoMo's annotated observations stand in for extracted facts beside the turns.
+    ``ranking``: other :class:`RankSettings` than the chat's, for ablations."""
     from localqwen.storage.database import Database
     from localqwen_memory.store import MemoryStore
     from localqwen_memory.vector_cache import CachedEmbedder
@@ -172,7 +173,7 @@ def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embe
         try:
             for number, sample in enumerate(samples, 1):
                 ours_results += evaluate_conversation(ours, sample, mode=mode, contextual=True, conversation=number,
-                                                      facts=facts)
+                                                      facts=facts, ranking=ranking)
                 base_results += evaluate_conversation(plain, sample, mode="bm25", contextual=False,
                                                       conversation=number)
         finally:
@@ -183,6 +184,8 @@ def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embe
     report["mode"] = mode
     report["facts"] = "LoCoMo observations beside the turns" if facts else "none (raw turns only)"
     report["conversations"] = len(samples)
+    if ranking is not None:
+        report["ranking"] = repr(ranking)
     report["baseline"] = summarise(base_results)
     report["ratios"] = {key: (report[key] / report["baseline"][key] if report["baseline"][key] else None)
                         for key in ("all_at_10", "session_all_at_5", "multi_hop")}
