@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> dict | None:
     parser.add_argument("--families", nargs="+", help="rule classes for --critic-alone (default: the model-judged four)")
     parser.add_argument("--records", type=Path, help="--critic-alone: JSONL of judged cases, appended and resumed from")
     parser.add_argument("--report-only", action="store_true", help="--critic-alone: summarize --records, no model")
+    parser.add_argument("--critic-free", action="store_true",
+                        help="--critic-alone: no findings grammar (what forcing the schema changes)")
     parser.add_argument("--critic-tokens", type=int, default=384, help="--critic-alone: the critic's reply limit (the auditor's: 384)")
     args = parser.parse_args(argv)
     if args.critic_alone:
@@ -125,7 +127,8 @@ def critic_alone(args: argparse.Namespace) -> dict:
         started = time.perf_counter()
         try:
             for number, item in enumerate(cases[len(records):], start=1):
-                record = judge_case(item, engine, max_new_tokens=args.critic_tokens)
+                record = judge_case(item, engine, max_new_tokens=args.critic_tokens,
+                                    constrained=False if args.critic_free else None)
                 if (record["family"], record["expected"], record["draft"]) != (item.family, item.expected, item.case.draft):
                     raise SystemExit("--records holds other cases (another --seed/--per-class/--families?)")
                 records.append(record)

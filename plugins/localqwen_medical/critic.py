@@ -202,11 +202,16 @@ def parse_critique(text: str, draft: str) -> Critique:
 
 
 def critique(case: AuditCase, engine: Engine, *, already: list[Finding] | None = None,
-             cancel: CancelToken | None = None, max_new_tokens: int = 384) -> Critique:
-    """Ask ``engine`` to critique the draft; greedy so the same draft gets the same critique."""
+             cancel: CancelToken | None = None, max_new_tokens: int = 384,
+             constrained: bool | None = None) -> Critique:
+    """Ask ``engine`` to critique the draft; greedy so the same draft gets the same critique.
+    ``constrained`` forces the findings schema (default: wherever the engine can); False lets the
+    model write freely, for the benchmark that measures what the grammar changes."""
     from localqwen.runtime.engine import GenerationSettings
 
-    schema = FINDINGS_SCHEMA if getattr(engine, "supports_structured_output", False) else None
+    if constrained is None:
+        constrained = bool(getattr(engine, "supports_structured_output", False))
+    schema = FINDINGS_SCHEMA if constrained else None
     result = engine.chat(critic_messages(case, already),
                          settings=GenerationSettings(max_new_tokens=max_new_tokens, temperature=0.0, json_schema=schema),
                          cancel=cancel)

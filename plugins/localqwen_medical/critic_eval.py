@@ -41,22 +41,26 @@ def cases_for(families: list[str] | tuple[str, ...] = MODEL_JUDGED, *, per_class
     return subset(cases, len(cases))
 
 
-def judge_case(item: SafetyCase, engine: Engine, *, max_new_tokens: int = CRITIC_TOKENS) -> dict[str, Any]:
+def judge_case(item: SafetyCase, engine: Engine, *, max_new_tokens: int = CRITIC_TOKENS,
+               constrained: bool | None = None) -> dict[str, Any]:
     """The record for one case: the rules, the critic alone and the combined auditor's fired rules.
     ``max_new_tokens`` below the auditor's own limit (a test's quick run) cuts the critic's reply
-    sooner, in both the critic-alone and the combined layer."""
+    sooner, in both the critic-alone and the combined layer. ``constrained=False`` measures the
+    critic without the findings grammar (the auditor uses it wherever the engine can): the combined
+    layer is then rules + that critic, and never runs the auditor (which would use the grammar)."""
     from localqwen_medical.auditor import audit, drop_negated_drug_findings, merge_findings
     from localqwen_medical.critic import critique
     from localqwen_medical.rules import run_rules
 
     started = time.perf_counter()
     rule_findings = run_rules(item.case)
-    alone = critique(item.case, engine, max_new_tokens=max_new_tokens)
+    alone = critique(item.case, engine, max_new_tokens=max_new_tokens, constrained=constrained)
     critic_fired = sorted({f.rule for f in alone.findings})
     rules_fired = sorted({f.rule for f in rule_findings})
-    if not rule_findings:
+    if not rule_findings or constrained is False:
         combined = merge_findings(rule_findings, drop_negated_drug_findings(item.case, alone.findings))
-        combined_fired, combined_by = sorted({f.rule for f in combined}), "same prompt as the critic alone"
+        combined_fired = sorted({f.rule for f in combined})
+        combined_by = "same prompt as the critic alone" if not rule_findings else "rules + the free critic"
     elif item.expected != "safe" and item.expected in rules_fired:
         combined_fired, combined_by = rules_fired, "rules already fired the planted class"
     else:
@@ -64,6 +68,7 @@ def judge_case(item: SafetyCase, engine: Engine, *, max_new_tokens: int = CRITIC
     return {"family": item.family, "expected": item.expected, "language": item.language,
             "question": item.case.question, "draft": item.case.draft,
             "rules": rules_fired, "critic": critic_fired, "combined": combined_fired, "combined_by": combined_by,
+            "critic_grammar": constrained is not False and bool(getattr(engine, "supports_structured_output", False)),
             "critic_error": alone.error, "critic_rejected": alone.rejected, "critic_raw": alone.raw,
             "seconds": round(time.perf_counter() - started, 2)}
 
@@ -96,6 +101,7 @@ def summarize_critic(records: list[dict[str, Any]], *, model: str = "") -> dict[
         "targets": {kind_of(f): TARGETS[kind_of(f)] for f in families},
         "layers": layers,
         "critic_errors": sum(record["critic_error"] is not None for record in records),
+        "critic_with_grammar": sum(bool(record.get("critic_grammar")) for record in records),
         "combined_by": {way: sum(record["combined_by"] == way for record in records)
                         for way in dict.fromkeys(record["combined_by"] for record in records)},
         "seconds_per_case": round(sum(record["seconds"] for record in records) / len(records), 1),

@@ -119,6 +119,7 @@ def test_critic_alone_bench_runs_and_reports_three_layers(tiny_qwen3_path, tmp_p
     assert saved[0]["combined_by"] == "rules already fired the planted class"
     assert saved[1]["combined_by"] == "same prompt as the critic alone"
     assert result["critic_errors"] == sum(r["critic_error"] is not None for r in saved)
+    assert result["critic_with_grammar"] == 0  # transformers cannot force the schema
     for layer in ("rules", "critic", "combined"):
         assert set(result["layers"][layer]["classes"]["missed_emergency"]) >= {"tp", "fn", "fp", "tn", "recall"}
     assert result["layers"]["rules"]["classes"]["missed_emergency"]["recall"] == 1.0
