@@ -1,0 +1,114 @@
+"""The learning proof's parts: lockstep (batched) evaluation scores exactly like playing one episode
+at a time, the compact prompt profile trains and plays with the same text, and a tiny Qwen3-VL
+trained from scratch on expert episodes (the bench's code, shortened) beats its untrained self."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
+from localqwen_safari.episode import Episode
+from localqwen_safari.evaluation import Tally, evaluate, evaluate_lockstep
+from localqwen_safari.missions import Mission, mission_for_seed
+from localqwen_safari.model_policy import model_messages
+from localqwen_safari.policies import Decision, greedy, thought_consistent
+from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, compact_thought, system_prompt
+
+from localqwen.training.data import read_rows, validate_rows
+
+
+class BatchedGreedy:
+    """The greedy policy behind the batch interface, recording how many episodes each call got."""
+
+    def __init__(self) -> None:
+        self.sizes: list[int] = []
+
+    def decide(self, episodes: list[Episode]) -> list[Decision]:
+        self.sizes.append(len(episodes))
+        return [greedy(episode) for episode in episodes]
+
+
+def test_lockstep_evaluation_scores_like_one_episode_at_a_time():
+    missions = [mission_for_seed(kind, seed) for kind in ("find-one", "find-two") for seed in range(1000, 1004)]
+    one_by_one = evaluate(greedy, missions).metrics()
+    batched, tally = BatchedGreedy(), Tally()
+    finished = list(evaluate_lockstep(batched, missions, tally, batch_size=3))
+    assert finished == [3, 3, 2]
+    assert tally.metrics() == one_by_one
+    assert batched.sizes[0] == 3 and max(batched.sizes) == 3  # every live episode of a group in one call
+    assert batched.sizes[-1] < 3  # finished episodes drop out of their group's later turns
+    with pytest.raises(ValueError, match="batch_size must be at least 1"):
+        next(evaluate_lockstep(batched, missions, Tally(), batch_size=0))
+
+
+def test_compact_rows_train_on_the_text_the_compact_policy_reads(tmp_path):
+    stream = generate(tmp_path, 2, seed_start=700, prompt="compact")
+    for _ in stream:
+        pass
+    rows = read_rows(tmp_path / CONVERSATIONS_FILE)
+    assert validate_rows(rows).ok
+    seed_rows = [json.loads(line) for line in (tmp_path / DATASET_FILE).read_text().splitlines()]
+    first = rows[0]
+    assert "tools" not in first  # no schema in the compact profile
+    system, user, assistant = first["messages"]
+    assert system["content"] == COMPACT_SYSTEM_PROMPT
+    mission = mission_for_seed("find-one", 700)
+    episode = Episode.start(mission)
+    assert user["content"][1]["text"] == episode.compact_context()
+    # what the model policy asks at evaluation is the same conversation
+    asked = model_messages(episode, image="view.png", prompt="compact")
+    assert asked[0] == system and asked[1]["content"][1] == user["content"][1]
+    for row, seed_row in zip(rows, seed_rows, strict=True):
+        thought = row["messages"][2]["content"].removeprefix("Thought: ")
+        assert thought == compact_thought(seed_row["thought"])
+        calls = [(call["function"]["name"], call["function"]["arguments"]) for call in row["messages"][2]["tool_calls"]]
+        assert thought_consistent(Decision(thought, calls)), thought
+    # dataset.jsonl (the seed's format) keeps the full prompt, context and Thought
+    assert seed_rows[0]["context_text"] == episode.context_text()
+
+
+def test_compact_context_and_thought():
+    episode = Episode.start(Mission("m", "find-two", ("lion", "zebra"), map=("L.....", "......", "....Z."), start=(1, 2)))
+    episode.play_turn([("update_notepad", {"text": "Seen: lion at (0, 0)."}), ("move", {"direction": "left", "steps": 1})])
+    text = episode.compact_context()
+    assert text.splitlines() == ["find-two: lion then zebra. Turn 2/25. At (1, 1). Found: nothing.",
+                                 "Notepad: Seen: lion at (0, 0).",
+                                 "update_notepad: notepad updated (21 characters)",
+                                 "move: moved left 1 step, now at row 1, col 1"]
+    assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
+    assert compact_thought("I see a lion at (0, 0). The lion (in view) is at (0, 0), 1 row up and 1 col left. "
+                           "I move left 1 step towards it.") == "I move left 1 step towards it."
+    with pytest.raises(ValueError, match="unknown prompt profile 'tiny'"):
+        system_prompt("tiny")
+
+
+@pytest.mark.slow  # builds and trains a tiny Qwen3-VL from scratch through the trainer (~2 min on 2 cores)
+def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_path):
+    from localqwen_safari.learning import build_tiny_model, count_parameters, train_on_expert
+    from localqwen_safari.model_policy import ModelPolicy
+
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+
+    base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=20)
+    assert count_parameters(base) < 2_000_000
+    run = train_on_expert(base, tmp_path / "run", episodes=30, epochs=4, batch_size=8, learning_rate=3e-3,
+                          max_steps=120, prompt="compact")
+    assert run.steps == 120 and not run.stopped_by_budget
+    # held-out seeds (training uses 100,000+), a few turns each: enough to see the format and the moves
+    missions = [Mission(f"held-{seed}", "find-one", mission_for_seed("find-one", seed).targets, seed=seed, max_turns=3)
+                for seed in range(1000, 1008)]
+    scores = {}
+    for name, folder in (("untrained", base), ("trained", run.model)):
+        with TransformersEngine(folder) as engine:
+            policy = ModelPolicy(engine, tmp_path / f"views-{name}", prompt="compact",
+                                 settings=GenerationSettings(max_new_tokens=64))
+            tally = Tally()
+            for _ in evaluate_lockstep(policy, missions, tally, batch_size=len(missions)):
+                pass
+            scores[name] = tally.metrics()
+    untrained, trained = scores["untrained"], scores["trained"]
+    assert untrained["valid_tool_calls"] < 0.2, untrained
+    assert trained["valid_tool_calls"] >= untrained["valid_tool_calls"] + 0.5, scores
+    assert trained["action_agreement"] >= untrained["action_agreement"] + 0.2, scores
