@@ -55,12 +55,14 @@ def main(argv: list[str] | None = None) -> dict:
     order = seeded_order(items, args.seed)[: args.limit]
     records = [r for r in read_records(args.records) if r["pubmed_id"] in set(order)]
     done = {r["pubmed_id"] for r in records}
-    model_name = args.model.name if args.model else ""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from real_model import FILE_NAME
+
+    model_name = args.model.name if args.model else FILE_NAME
     if not args.report_only and len(done) < len(order):
         from localqwen.runtime.engine.llamacpp_backend import LlamaCppEngine
 
         if args.model is None:
-            sys.path.insert(0, str(ROOT / "bench"))
             from real_model import real_model_path
 
             args.model = real_model_path()

@@ -114,6 +114,11 @@ def critic_alone(args: argparse.Namespace) -> dict:
         records = [json.loads(line) for line in args.records.read_text("utf-8").splitlines() if line.strip()]
     records = records[: len(cases)]
     model_name = args.model.name if args.model else ""
+    if args.real:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from real_model import FILE_NAME
+
+        model_name = FILE_NAME
     if not args.report_only and len(records) < len(cases):
         if args.real:
             sys.path.insert(0, str(ROOT / "bench"))
