@@ -7,10 +7,13 @@ to yes / no / maybe by a llama.cpp grammar (plugins/localqwen_medical/decision.p
 Reports accuracy with 95% Wilson intervals, the majority ("yes") baseline on the same items, the
 confusion matrices and McNemar p-values (each setting against the baseline, the settings against
 each other). Records go to a JSONL file as items finish, and a rerun with the same --records
-resumes, so a run cut short still reports a seeded random subset.
+resumes, so a run cut short still reports a seeded random subset. A second process can work from
+the other end of the same subset (``--from-end``, its own file first in --records, the first
+process's file after it); the report reads every file given.
 
     python bench/bench_medical_pubmedqa.py --limit 100 --records /tmp/pubmedqa.jsonl   # the real 1.5B model: ~1-2 min/item on 2 busy cores
     python bench/bench_medical_pubmedqa.py --records /tmp/pubmedqa.jsonl --report-only  # the report from what finished
+    python bench/bench_medical_pubmedqa.py --limit 100 --from-end --records /tmp/pubmedqa2.jsonl /tmp/pubmedqa.jsonl
     python bench/bench_medical_pubmedqa.py --model gemma.gguf --limit 3                 # any GGUF
 """
 
@@ -28,10 +31,16 @@ sys.path.insert(0, str(ROOT / "plugins"))
 sys.path.insert(0, str(ROOT))
 
 
-def read_records(path: Path | None) -> list[dict]:
-    if path is None or not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+def read_records(paths: list[Path]) -> list[dict]:
+    """Every decided item in ``paths``, once per question (the first file that has it wins)."""
+    found: dict[str, dict] = {}
+    for path in paths:
+        if path.is_file():
+            for line in path.read_text("utf-8").splitlines():
+                if line.strip():
+                    record = json.loads(line)
+                    found.setdefault(record["pubmed_id"], record)
+    return list(found.values())
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -43,7 +52,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--model", type=Path, help="a GGUF (default: the real model from bench/real_model.py)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--data-dir", type=Path, default=None, help="default: ../shared/data")
-    parser.add_argument("--records", type=Path, help="JSONL of decided items: appended as they finish, resumed from")
+    parser.add_argument("--records", type=Path, nargs="+", default=[],
+                        help="JSONL of decided items: the first is appended to as items finish; all are resumed from")
+    parser.add_argument("--from-end", action="store_true", help="decide the subset's remaining items last first")
     parser.add_argument("--report-only", action="store_true", help="summarize --records without loading a model")
     parser.add_argument("--json", type=Path, help="write the report here too")
     args = parser.parse_args(argv)
@@ -71,11 +82,12 @@ def main(argv: list[str] | None = None) -> dict:
         engine = LlamaCppEngine(args.model, n_ctx=4096, n_threads=args.threads)
         started = time.perf_counter()
         try:
-            for number, pubmed_id in enumerate([p for p in order if p not in done], start=1):
+            todo = [p for p in order if p not in done]
+            for number, pubmed_id in enumerate(todo[::-1] if args.from_end else todo, start=1):
                 record = decide_item(engine, index, pubmed_id, items[pubmed_id], settings=args.settings, k=args.k)
                 records.append(record)
                 if args.records:
-                    with args.records.open("a", encoding="utf-8") as out:
+                    with args.records[0].open("a", encoding="utf-8") as out:
                         out.write(json.dumps(record) + "\n")
                 right = {s: sum(r[s]["label"] == r["gold"] for r in records if s in r) for s in args.settings}
                 print(f"{len(records)}/{len(order)} " + " ".join(f"{s} {right[s]}" for s in args.settings)
