@@ -107,19 +107,20 @@ def run_real(args) -> int:
     from localqwen.app import Workbench
     from localqwen.plugin_api import events
 
-    data = load_dataset("scifact")
+    data = load_dataset("scifact", args.split)
     chosen, doc_ids = pick(data, CLAIMS, KB_SIZE)
     chosen, off_topic = chosen[: args.limit or None], OFF_TOPIC[: args.limit or None]
     if args.only:  # re-ask a few claims (e.g. after a grounding change), no off-topic questions
         chosen, off_topic = [q for q in chosen if q in args.only.split(",")], []
-    docs = home / "scifact_docs"
+    docs = home / ("scifact_docs" if args.split == "test" else f"scifact_{args.split}_docs")
     write_documents(data, doc_ids, docs)
+    kb_name = "scifact" if args.split == "test" else f"scifact-{args.split}"
     bench = Workbench.create()
     bench.set_config("plugins.rag", "model", str(real_model_path()))
     bench.set_config("plugins.rag", "allowed_roots", [str(home)])
     start = time.perf_counter()
     # add-documents skips files it already holds unchanged, so a reused home costs only the check.
-    list(bench.run("rag", "add-documents", {"paths": [str(docs)], "knowledge_base": "scifact"}))
+    list(bench.run("rag", "add-documents", {"paths": [str(docs)], "knowledge_base": kb_name}))
     print(f"knowledge base: {len(doc_ids)} SciFact abstracts ingested (or checked) in "
           f"{time.perf_counter() - start:.0f} s", flush=True)
 
@@ -128,7 +129,7 @@ def run_real(args) -> int:
         warnings = []
         done = None
         for event in bench.run("rag", "ask", {"question": question, "session": session,
-                                               "knowledge_base": "scifact", "topology": "auto"}):
+                                               "knowledge_base": kb_name, "topology": "auto"}):
             if isinstance(event, events.Warning):
                 warnings.append(event.message)
             if isinstance(event, events.Done):
@@ -298,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="", help="write every answer and the summary as JSON here")
     parser.add_argument("--budget", type=float, default=0,
                         help="seconds for the claims; stop asking new ones after it (off-topic ones run first)")
+    parser.add_argument("--split", default="test", choices=["test", "train"],
+                        help="SciFact split of the claims and abstracts: prompts and thresholds are tuned on "
+                             "train, the reported numbers come from test")
     parser.add_argument("--only", default="", help="comma-separated SciFact query ids to ask (and nothing else)")
     parser.add_argument("--home", default="", help="LocalQwen home to use (reuses its knowledge base); "
                                                    "default: a new temporary one")

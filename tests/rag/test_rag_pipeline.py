@@ -117,7 +117,9 @@ def test_an_ungrounded_answer_is_graded_failure_with_its_reason(setup):
     warning = next(e for e in collected if isinstance(e, events.Warning))
     assert warning.message == "Not a grounded answer: " + "; ".join(reasons)
     assert done.result["outcome"] == "failure" and done.summary == "single: failure: " + "; ".join(reasons)
-    assert done.result["model_calls"] == 1  # the Responder only: no tool turn
+    # The Responder, then one rewrite told why (nothing grounded); no tool turn, no third try.
+    assert done.result["model_calls"] == 2
+    assert finished_steps(collected) == ["router", "knowledge", "responder", "responder-2"]
     # The retrieved passages are listed once, as a table marking which the answer rests on (none here);
     # no "Sources:" list is appended to an answer that cites nothing.
     table = next(e for e in collected if isinstance(e, events.Table))
