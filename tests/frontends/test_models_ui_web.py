@@ -8,13 +8,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
-
-from localqwen.web.server import choose_port
+from web_process import served_web
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,33 +28,14 @@ def served(tmp_path_factory, tiny_qwen3_path):
     for file in tiny_qwen3_path.iterdir():
         if file.is_file():
             os.symlink(file.resolve(), snapshot / file.name)
-    env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_PLUGINS="chat,rag", LANG="en_US.UTF-8",
-               HF_HUB_CACHE=str(cache), MODELSCOPE_CACHE=str(home / "ms"))
+    env = {"LOCALQWEN_HOME": str(home), "LOCALQWEN_PLUGINS": "chat,rag", "HF_HUB_CACHE": str(cache),
+           "MODELSCOPE_CACHE": str(home / "ms")}
     # A knowledge base made before the page is built: the forms must offer it.
     subprocess.run([sys.executable, "-c", "from localqwen.app import Workbench; "
-                    "Workbench.create().services.retrieval.create('notes')"], env=env, check=True, timeout=120)
-    port = choose_port("127.0.0.1", 18960)
-    process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url, lines = None, []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if line.startswith("LocalQwen web view: "):
-            url = line.split(": ", 1)[1].strip()
-            break
-    if url is None:
-        process.kill()
-        pytest.fail("web view did not start:\n" + "".join(lines))
-    yield {"url": url, "home": home, "snapshot": snapshot}
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+                    "Workbench.create().services.retrieval.create('notes')"], env={**os.environ, **env},
+                   check=True, timeout=120)
+    with served_web(env, base_port=18960) as view:
+        yield {"url": view.url, "home": home, "snapshot": snapshot}
 
 
 def _components(config: dict) -> dict[str, dict]:

@@ -11,47 +11,18 @@ from __future__ import annotations
 import http.client
 import json
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from web_process import WebView, start_web, stop_web
 
-ROOT = Path(__file__).resolve().parents[2]
 SECRET = "the vault code is 7319 zebra"
 
 
-def _start(home: Path, *extra: str) -> subprocess.Popen[str]:
-    from localqwen.web.server import choose_port
-
-    port = choose_port("127.0.0.1", 18300 if not extra else 18400)
-    env = dict(os.environ, LOCALQWEN_HOME=str(home), LOCALQWEN_PLUGINS="rag,captioner", LANG="en_US.UTF-8")
-    return subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port), *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT)
-
-
-def _wait_for_url(process: subprocess.Popen[str]) -> int:
-    lines = []
-    deadline = time.monotonic() + 120
-    assert process.stdout is not None
-    while time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        lines.append(line)
-        if line.startswith("LocalQwen web view: "):
-            return int(line.strip().rstrip("/").rsplit(":", 1)[1])
-    process.kill()
-    pytest.fail("web view did not start:\n" + "".join(lines))
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(10)
-    except subprocess.TimeoutExpired:
-        process.kill()
+def _start(home: Path, *extra: str) -> WebView:
+    return start_web({"LOCALQWEN_HOME": str(home), "LOCALQWEN_PLUGINS": "rag,captioner"}, *extra,
+                     base_port=18300 if not extra else 18400)
 
 
 @pytest.fixture(scope="module")
@@ -80,19 +51,19 @@ def servers(tmp_path_factory):
             os.environ["LOCALQWEN_HOME"] = previous
     plain = _start(plain_home)
     try:
-        yield {"plain": _wait_for_url(plain), "images": images, "stolen": plain_home / "stolen"}
+        yield {"plain": plain.port, "images": images, "stolen": plain_home / "stolen"}
     finally:
-        _stop(plain)
+        stop_web(plain)
 
 
 @pytest.fixture(scope="module")
 def auth_port(tmp_path_factory):
     """The web view on loopback with --auth."""
-    process = _start(tmp_path_factory.mktemp("web_auth"), "--auth", "alice:correct-horse")
+    view = _start(tmp_path_factory.mktemp("web_auth"), "--auth", "alice:correct-horse")
     try:
-        yield _wait_for_url(process)
+        yield view.port
     finally:
-        _stop(process)
+        stop_web(view)
 
 
 def request(port: int, method: str, path: str, *, host: str | None = None, origin: str | None = None,

@@ -80,45 +80,20 @@ def test_play_a_mission_with_the_buttons(tmp_path, short_walk):
 
 @pytest.mark.browser
 @pytest.mark.slow
-def test_real_browser_watches_steps_and_plays(tmp_path):
+def test_real_browser_watches_steps_and_plays(browser):
     """``localqwen web`` as a user starts it, driven by headless Chromium: the timer really
     advances the turns, Step pauses, and a button plays a turn."""
-    import os
-    import shutil
-    import subprocess
-    import sys
     import time
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
+    from web_process import served_web
 
-    from localqwen.web.server import choose_port
-
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    if not chromium or not driver_path:
-        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
-    env = dict(os.environ, LOCALQWEN_PLUGINS="safari", LANG="en_US.UTF-8")
-    port = choose_port("127.0.0.1", 17960)
-    process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--window-size=1400,1200",
-                 f"--user-data-dir={tmp_path / 'chrome-profile'}"):
-        options.add_argument(flag)
-    driver = None
-    try:
-        url = None
-        for line in process.stdout:
-            if line.startswith("LocalQwen web view: "):
-                url = line.split(": ", 1)[1].strip()
-                break
-        assert url, "the web view did not start"
-        driver = webdriver.Chrome(service=Service(driver_path), options=options)
-        driver.get(url)
+    driver = browser
+    driver.set_window_size(1400, 1200)
+    with served_web({"LOCALQWEN_PLUGINS": "safari"}, base_port=17960) as view:
+        driver.get(view.url)
         wait = WebDriverWait(driver, 60)
 
         def words(element_id: str) -> str:
@@ -140,8 +115,3 @@ def test_real_browser_watches_steps_and_plays(tmp_path):
         wait.until(ec.text_to_be_present_in_element((By.ID, "safari-human-words"), "Turn 0/25"))
         driver.find_element(By.ID, "safari-human-up").click()
         wait.until(ec.text_to_be_present_in_element((By.ID, "safari-human-words"), "Turn 1/25"))
-    finally:
-        if driver is not None:
-            driver.quit()
-        process.terminate()
-        process.wait(10)

@@ -1,0 +1,100 @@
+"""`localqwen web` in a subprocess and a headless Chromium, as the web tests start them.
+
+One place for what every launched-web-view test needs: start the real server on a free loopback
+port, read its stdout until it prints its address, stop it afterwards; and a real Chromium
+(Debian's chromium + chromedriver) with the flags the project allows, on a fresh profile.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+URL_LINE = "LocalQwen web view: "
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run")
+
+
+@dataclass
+class WebView:
+    url: str
+    process: subprocess.Popen[str]
+    lines: list[str] = field(default_factory=list)  # what the server printed up to its address
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rstrip("/").rsplit(":", 1)[1])
+
+
+def start_web(env: dict[str, str], *args: str, base_port: int, exact_port: bool = False,
+              timeout: float = 120) -> WebView:
+    """Start ``localqwen web --port <free port from base_port> *args`` and wait for its address.
+
+    ``env`` is added to this process's environment (LOCALQWEN_HOME, LOCALQWEN_PLUGINS ...);
+    ``exact_port`` hands ``base_port`` over as it is (to test the server's own busy-port rule)."""
+    from localqwen.web.server import choose_port
+
+    port = base_port if exact_port else choose_port("127.0.0.1", base_port)
+    process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port), *args],
+                               env={**os.environ, "LANG": "en_US.UTF-8", **env}, cwd=ROOT,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert process.stdout is not None
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+        if line.startswith(URL_LINE):
+            return WebView(line.split(": ", 1)[1].strip(), process, lines)
+    process.kill()
+    pytest.fail("web view did not start:\n" + "".join(lines))
+
+
+def stop_web(view: WebView) -> None:
+    view.process.terminate()
+    try:
+        view.process.wait(10)
+    except subprocess.TimeoutExpired:
+        view.process.kill()
+
+
+@contextmanager
+def served_web(env: dict[str, str], *args: str, base_port: int) -> Iterator[WebView]:
+    view = start_web(env, *args, base_port=base_port)
+    try:
+        yield view
+    finally:
+        stop_web(view)
+
+
+@contextmanager
+def chromium(profile_dir: Path, window: str = "1400,1000") -> Iterator[object]:
+    """A real headless Chromium driven through Selenium, on a fresh profile; fails (not skips)
+    without it, because the browser tests are part of the suite."""
+    binary, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    if not binary or not driver_path:
+        pytest.fail("Debian's chromium and chromium-driver are needed: run `make browser`")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for flag in (*CHROMIUM_FLAGS, f"--window-size={window}", f"--user-data-dir={profile_dir}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
