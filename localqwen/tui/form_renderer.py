@@ -168,6 +168,7 @@ class FormView(Vertical):
         return None
 
     def show_errors(self, errors: dict[str, str]) -> None:
+        """Mark each field's error and put the cursor in the first wrong field (the user fixes it next)."""
         self.clear_errors()
         for name, message in errors.items():
             target = self.query(f"#error-{name}")
@@ -178,6 +179,9 @@ class FormView(Vertical):
                     self.query_one("#advanced-fields", Collapsible).collapsed = False
             else:
                 self.query_one("#form-error", Static).update(f"⚠ {name}: {message}")
+        target = self.first_error_widget()
+        if target is not None:
+            target.focus()
 
     def clear_errors(self) -> None:
         for static in self.query(".field-error").results(Static):

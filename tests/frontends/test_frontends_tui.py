@@ -81,6 +81,7 @@ async def test_fill_form_run_and_see_streamed_output(app):
         await pilot.pause()
         assert "required" in str(screen.query_one("#error-text").render()).lower()
         assert screen.query_one("#row-text").has_class("invalid")
+        assert app.focused is screen.query_one("#field-text")  # the cursor waits in the wrong field
         # Fill the form through the widgets: type text, move the slider, flip the switch.
         await pilot.click("#field-text")
         await pilot.press(*"hello")

@@ -121,9 +121,6 @@ class ActionScreen(BaseScreen):
             job = bench.start_action(self.plugin.id, self.action_def.id, form.values())  # type: ignore[attr-defined]
         except FormError as exc:
             form.show_errors(exc.errors)
-            target = form.first_error_widget()
-            if target is not None:
-                target.focus()
             self.notify(t("form.fix_errors", count=len(exc.errors)), severity="error")
             return
         except (KeyError, PluginLoadError) as exc:

@@ -243,9 +243,6 @@ class WizardScreen(BaseScreen):
             job = self.walk.start(form.values())
         except FormError as exc:
             form.show_errors(exc.errors)
-            target = form.first_error_widget()
-            if target is not None:
-                target.focus()
             self.notify(t("form.fix_errors", count=len(exc.errors)), severity="error")
             return
         except (KeyError, ValueError, PluginLoadError) as exc:
