@@ -35,7 +35,7 @@ browser:
 test: setup browser
 	$(BIN)/ruff check localqwen plugins tests bench
 	$(BIN)/mypy
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=30  # the slowest tests listed: the suite must stay under 15 minutes
 
 # Skips the slow end-to-end tests; CI runs everything.
 test-fast: setup
