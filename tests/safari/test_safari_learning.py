@@ -93,9 +93,9 @@ def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_pa
 
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=20)
     assert count_parameters(base) < 2_000_000
-    run = train_on_expert(base, tmp_path / "run", episodes=30, epochs=4, batch_size=8, learning_rate=3e-3,
-                          max_steps=120, prompt="compact")
-    assert run.steps == 120 and not run.stopped_by_budget
+    run = train_on_expert(base, tmp_path / "run", episodes=20, epochs=4, batch_size=8, learning_rate=3e-3,
+                          max_steps=80, prompt="compact")
+    assert run.steps == 80 and not run.stopped_by_budget
     # held-out seeds (training uses 100,000+), a few turns each: enough to see the format and the moves
     missions = [Mission(f"held-{seed}", "find-one", mission_for_seed("find-one", seed).targets, seed=seed, max_turns=3)
                 for seed in range(1000, 1008)]
