@@ -71,6 +71,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--eval-batch", type=int, default=100, help="episodes played in lockstep per generate")
     parser.add_argument("--max-new-tokens", type=int, default=96, help="reply cap (the compact replies are ~30-70)")
     parser.add_argument("--ablation-seeds", type=int, help="seeds for each ablation run (default: --seeds)")
+    parser.add_argument("--only-ablations", action="store_true", help="with --trained: just the two ablation runs")
     parser.add_argument("--no-ablations", action="store_true", help="skip the blank-image / hidden-notepad runs")
     parser.add_argument("--trained", type=Path, help="skip building and training: evaluate this trained model folder")
     parser.add_argument("--work-dir", type=Path, help="keep the data, model and views here (default: a temp dir)")
@@ -139,7 +140,8 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
     settings = GenerationSettings(max_new_tokens=args.max_new_tokens)
     # (name, kind, ablation, seeds): the model on both kinds; each ablation on the kind its goal is
     # about (eyes: find-one; memory: find-two) with --ablation-seeds seeds
-    plan: list[tuple[str, str, dict[str, bool], int]] = [("model", kind, {}, args.seeds) for kind in KINDS]
+    plan: list[tuple[str, str, dict[str, bool], int]] = \
+        [] if args.only_ablations else [("model", kind, {}, args.seeds) for kind in KINDS]
     if not args.no_ablations:
         plan += [("model (blank image)", "find-one", {"blank_image": True}, args.ablation_seeds),
                  ("model (notepad hidden)", "find-two", {"hide_notepad": True}, args.ablation_seeds)]
@@ -170,6 +172,10 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
                 continue
             print(f"  {plan[index][0]} on {plan[index][1]}: {tallies[index].episodes}/{plan[index][3]} episodes "
                   f"(batch {time.monotonic() - batch_started:.0f} s)", flush=True)
+            print("    so far: " + _row(_run(plan[index][0], plan[index][1], tallies[index], spent[index])), flush=True)
+            if save is not None:  # a run killed later still leaves what it measured
+                save([_run(name, kind, tally, seconds) for (name, kind, _a, _s), tally, seconds
+                      in zip(plan, tallies, spent, strict=True)])
     runs: list[dict[str, Any]] = []
     played: dict[str, int] = {}
     for (name, kind, _ablation, _seeds), tally, seconds in zip(plan, tallies, spent, strict=True):
@@ -263,8 +269,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if tiny:
         engine = TransformersEngine(trained)
     else:
+        assert base is not None
         engine = TransformersEngine(base, adapter=trained)
     eval_started = time.monotonic()
+
     def save(runs: list[dict[str, Any]]) -> None:  # partial results survive an interrupted run
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**report, "runs": runs, "partial": True}, indent=2), encoding="utf-8")
@@ -273,7 +281,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         runs = evaluate_all(args, engine, work / "views", prompt, save)
     report["evaluation_seconds"] = round(time.monotonic() - eval_started, 1)
     report["runs"] = runs
-    report["goals"] = goal_check(runs)
+    report["goals"] = {} if args.only_ablations else goal_check(runs)
     report["total_seconds"] = round(time.monotonic() - started, 1)
     print(f"\nheld-out seeds {EVAL_SEED_START}-{EVAL_SEED_START + args.seeds - 1} per kind "
           f"(evaluation {report['evaluation_seconds']:.0f} s):")
