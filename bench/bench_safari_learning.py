@@ -14,7 +14,7 @@ then evaluate it on held-out seeds beside random / greedy / expert, with the two
    goes to a JSON file.
 
     .venv/bin/python bench/bench_safari_learning.py --quick          # minutes: a smoke run
-    .venv/bin/python bench/bench_safari_learning.py                   # the full proof (~45 min)
+    .venv/bin/python bench/bench_safari_learning.py --train-minutes 20 --eval-minutes 17   # the measured run
     .venv/bin/python bench/bench_safari_learning.py --model Qwen/Qwen3-VL-2B-Instruct --lora  # GPU
 """
 
@@ -43,7 +43,7 @@ GOALS = {  # the issue's goals for the trained model
 
 
 class BenchError(SystemExit):
-    """A clear one-line failure (exit status 2), not a traceback."""
+    """A clear one-line failure (exit status 1), not a traceback."""
 
     def __init__(self, message: str) -> None:
         super().__init__(f"bench_safari_learning: {message}")
@@ -57,15 +57,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     adapter = parser.add_mutually_exclusive_group()
     adapter.add_argument("--lora", action="store_true", help="LoRA r=16 alpha=32 on attention and MLP")
     adapter.add_argument("--qlora", action="store_true", help="QLoRA (4-bit base, LoRA r=16 alpha=32)")
-    parser.add_argument("--episodes", type=int, help="expert training episodes (default 1200; quick 120)")
-    parser.add_argument("--epochs", type=float, help="training epochs (default 2; quick 3)")
+    parser.add_argument("--episodes", type=int, help="expert training episodes (default 200; quick 40)")
+    parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
+                                                     "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
-    parser.add_argument("--train-minutes", type=float, default=30.0,
-                        help="wall-clock training limit: the job is stopped and its checkpoint used (default 30)")
-    parser.add_argument("--eval-minutes", type=float, default=0.0,
-                        help="wall-clock limit for the model's evaluation runs, shared out between them; a run "
-                             "cut short reports the episodes it finished (0: no limit)")
-    parser.add_argument("--batch-size", type=int, default=16, help="training batch size")
+    parser.add_argument("--train-minutes", type=float,
+                        help="wall-clock training limit, data generation included: the job is stopped and its "
+                             "checkpoint used (default 30; quick 3)")
+    parser.add_argument("--eval-minutes", type=float,
+                        help="wall-clock limit for the model's evaluation: no new batch starts after it, a run cut "
+                             "short reports the episodes it finished (default none; quick 5)")
+    parser.add_argument("--batch-size", type=int, default=8, help="training batch size")
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
     parser.add_argument("--seeds", type=int, help="held-out seeds per mission kind (default 300; quick 20)")
     parser.add_argument("--eval-batch", type=int, default=100, help="episodes played in lockstep per generate")
@@ -82,9 +84,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--lora / --qlora adapt a pretrained Qwen3-VL: give --model (the tiny one trains from scratch)")
     if not tiny and not (args.lora or args.qlora):
         parser.error("a pretrained --model is adapted with --lora or --qlora (full fine-tuning is for the tiny one)")
-    args.episodes = args.episodes or (120 if args.quick else 1200)
-    args.epochs = args.epochs or (3.0 if args.quick else 2.0)
+    args.episodes = args.episodes or (40 if args.quick else 200)
+    args.epochs = args.epochs or (3.0 if args.quick else 1.2)
     args.seeds = args.seeds or (20 if args.quick else 300)
+    args.train_minutes = args.train_minutes or (3.0 if args.quick else 30.0)
+    args.eval_minutes = args.eval_minutes or (5.0 if args.quick else 0.0)
     args.ablation_seeds = args.ablation_seeds or args.seeds
     args.learning_rate = args.learning_rate or (2e-3 if tiny else 2e-4)
     return args
