@@ -205,7 +205,8 @@ def _run(name: str, kind: str, tally: Any, seconds: float) -> dict[str, Any]:
 
 
 def _row(run: dict[str, Any]) -> str:
-    return (f"{run['policy']:<24} {run['kind']:<9} {run['success_rate']:>6.1%} [{run['success_ci95'][0]:.2f}-"
+    return (f"{run['policy']:<24} {run['kind']:<9} {run['episodes']:>4} ep  {run['success_rate']:>6.1%} "
+            f"[{run['success_ci95'][0]:.2f}-"
             f"{run['success_ci95'][1]:.2f}] turns {run['avg_turns']:>5.1f}  valid {run['valid_tool_calls']:>6.1%}  "
             f"agree {run['action_agreement']:>6.1%}  thought {run['thought_consistency']:>6.1%}  "
             f"false finds {run['false_declare_rate']:>5.1%}  ({run['seconds']:.0f} s)")
@@ -213,13 +214,13 @@ def _row(run: dict[str, Any]) -> str:
 
 def goal_check(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The issue's goals, each with the measured value and whether it is met."""
-    get = {(run["policy"], run["kind"]): run for run in runs}
+    get = {(run["policy"], run["kind"]): run for run in runs if run["episodes"]}  # a run cut to 0 episodes is no evidence
     model = [run for run in runs if run["policy"] == "model"]
-    calls = {key: min(run[key] for run in model) for key in ("valid_tool_calls", "action_agreement",
+    calls = {key: min((run[key] for run in model if run["episodes"]), default=0.0) for key in ("valid_tool_calls", "action_agreement",
                                                               "thought_consistency")}
     checks: dict[str, dict[str, Any]] = {
-        "find-one success": {"value": get["model", "find-one"]["success_rate"], "goal": 0.65},
-        "find-two success": {"value": get["model", "find-two"]["success_rate"], "goal": 0.35},
+        "find-one success": {"value": get.get(("model", "find-one"), {}).get("success_rate", 0.0), "goal": 0.65},
+        "find-two success": {"value": get.get(("model", "find-two"), {}).get("success_rate", 0.0), "goal": 0.35},
         "valid tool calls": {"value": calls["valid_tool_calls"], "goal": 0.99},
         "action agreement": {"value": calls["action_agreement"], "goal": 0.85},
         "thought consistency": {"value": calls["thought_consistency"], "goal": 0.95},
@@ -287,8 +288,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report["runs"] = runs
     report["goals"] = {} if args.only_ablations else goal_check(runs)
     report["total_seconds"] = round(time.monotonic() - started, 1)
-    print(f"\nheld-out seeds {EVAL_SEED_START}-{EVAL_SEED_START + args.seeds - 1} per kind "
-          f"(evaluation {report['evaluation_seconds']:.0f} s):")
+    print(f"\nheld-out seeds from {EVAL_SEED_START} (each run: its first 'episodes' seeds; asked for "
+          f"{args.seeds} per kind), evaluation {report['evaluation_seconds']:.0f} s:")
     for run in runs:
         print(_row(run))
     print("\ngoals:")
