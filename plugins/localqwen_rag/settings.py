@@ -37,7 +37,7 @@ class SessionChoices(Form):
     model: str = field("", label="Text model", advanced=True)
     vision_model: str = field("", label="Vision model", advanced=True)
     router_model: str = field("", label="Router model", advanced=True, help="Fine-tuned meta-router; empty = rules")
-    max_new_tokens: int = field(256, label="Max new tokens", ge=16, le=4096, advanced=True)
+    max_new_tokens: int = field(96, label="Max new tokens", ge=16, le=4096, advanced=True)  # short answers: on a CPU the reply is the wait
     tools: bool = field(True, label="Allow the save_session_summary tool", advanced=True)
 
 

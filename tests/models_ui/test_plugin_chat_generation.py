@@ -34,8 +34,8 @@ def test_rag_chat_answer_takes_max_tokens_and_temperature_from_the_chat_view(tin
     assert done.status == "ok", done.summary
     assert done.result["completion_tokens"] == 3 and done.result["finish_reason"] == "length"
     assert done.result["answered_by"].startswith(tiny_qwen3_path.name)
-    # The per-turn setting is not kept as the session's choice (the session's default stays 256).
-    assert talk.store("rag").metadata(session)["max_new_tokens"] == 256
+    # The per-turn setting is not kept as the session's choice (the session's default stays 96).
+    assert talk.store("rag").metadata(session)["max_new_tokens"] == 96
 
     hot = list(talk.regenerate("rag", session, generation={"max_new_tokens": 5, "temperature": 2.0}))
     assert hot[-1].result["completion_tokens"] == 5

@@ -109,3 +109,13 @@ def test_the_responder_reads_the_question_s_sentences_of_long_passages():
     assert focused.startswith("Statins are drugs.") and "Muscle pain is the most common side effect" in focused
     assert "..." in focused and len(focused) < len(passage)
     assert responder.focus("Short. Passage.", "anything") == "Short. Passage."
+
+
+def test_a_reply_cut_by_the_token_limit_keeps_its_whole_sentences():
+    from localqwen_rag.agents.responder import drop_cut_sentence
+
+    assert drop_cut_sentence("Statins lower LDL [1]. They also reduce the ri") == "Statins lower LDL [1]."
+    assert drop_cut_sentence("It works. [2] And then") == "It works. [2]"
+    assert drop_cut_sentence("A 2.5 Mb gain [2]. Then p = 0.0") == "A 2.5 Mb gain [2]."  # decimals go on
+    assert drop_cut_sentence("它有效。然后") == "它有效。"
+    assert drop_cut_sentence("one long cut sentence") == "one long cut sentence"  # nothing whole: keep it
