@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import random
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from localqwen.vocabulary.statistics import mcnemar_p, wilson_interval
 
 NEEDS_REAL_MODEL = True  # bench/run_all.py runs it only with --real
 ROOT = Path(__file__).resolve().parent.parent
@@ -84,24 +85,6 @@ def prompt(question: Question, passages: list[str]) -> list[dict[str, str]]:
             {"role": "user", "content": f"{evidence}Question: {question.text}\n{options}\nAnswer:"}]
 
 
-def wilson(correct: int, total: int, z: float = 1.96) -> tuple[float, float]:
-    if total == 0:
-        return 0.0, 0.0
-    p = correct / total
-    centre = (p + z * z / (2 * total)) / (1 + z * z / total)
-    half = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total)) / (1 + z * z / total)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
-def mcnemar_p(only_without: int, only_with: int) -> float:
-    """Exact two-sided McNemar test on the discordant pairs."""
-    n = only_without + only_with
-    if n == 0:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_without, only_with) + 1)) / 2 ** n
-    return min(1.0, 2 * tail)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--limit", type=int, default=100, help="questions per set (a seeded sample)")
@@ -152,7 +135,7 @@ def main() -> None:
         result = {"questions": total, "chance": 0.25}
         for mode in ("without", "with"):
             correct = sum(right[mode])
-            low, high = wilson(correct, total)
+            low, high = wilson_interval(correct, total)
             result[f"accuracy_{mode}_retrieval"] = round(correct / total, 3)
             result[f"ci95_{mode}_retrieval"] = [round(low, 3), round(high, 3)]
         result["right_only_without"] = only_without

@@ -17,13 +17,14 @@ report is computed from the records, so a run cut short still reports an unbiase
 
 from __future__ import annotations
 
-import math
 import random
 import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from localqwen.vocabulary.statistics import mcnemar_p as exact_mcnemar_p
+from localqwen.vocabulary.statistics import wilson_interval
 from localqwen_medical.decision import LABELS, decide
 from localqwen_medical.evidence import Passage, gather
 
@@ -33,22 +34,13 @@ DEFAULT_K = 5  # the chat's default passages per answer (settings.SessionChoices
 
 
 def wilson(hits: int, n: int, z: float = 1.96) -> list[float]:
-    """95% Wilson score interval for ``hits`` of ``n`` ([0, 0] for n = 0)."""
-    if not n:
-        return [0.0, 0.0]
-    p = hits / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return [round(max(0.0, centre - half), 3), round(min(1.0, centre + half), 3)]
+    """95% Wilson score interval for ``hits`` of ``n``, rounded for the report ([0, 0] for n = 0)."""
+    return [round(bound, 3) for bound in wilson_interval(hits, n, z)]
 
 
 def mcnemar_p(only_first: int, only_second: int) -> float:
-    """Exact two-sided McNemar p-value from the discordant pair counts."""
-    n = only_first + only_second
-    if not n:
-        return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_first, only_second) + 1)) / 2 ** n
-    return round(min(1.0, 2 * tail), 4)
+    """Exact two-sided McNemar p-value, rounded for the report."""
+    return round(exact_mcnemar_p(only_first, only_second), 4)
 
 
 def seeded_order(items: dict[str, dict[str, Any]], seed: int) -> list[str]:

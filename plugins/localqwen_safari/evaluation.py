@@ -3,11 +3,11 @@ calls, agreement with the expert on the same states, Thought-Action consistency,
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from localqwen.vocabulary.statistics import wilson_interval
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission
 from localqwen_safari.playing import play_turns
@@ -56,17 +56,6 @@ class Tally:
             "thought_consistency": _ratio(self.consistent, self.turns_scored),
             "false_declare_rate": _ratio(self.false_declares, self.declares),
         }
-
-
-def wilson_interval(successes: int, total: int, z: float = 1.96) -> tuple[float, float]:
-    """The 95% Wilson score interval for a success rate (sane at 0% and 100%, unlike p ± 2 SE)."""
-    if total == 0:
-        return 0.0, 0.0
-    p = successes / total
-    centre = p + z * z / (2 * total)
-    spread = z * math.sqrt(p * (1 - p) / total + z * z / (4 * total * total))
-    denominator = 1 + z * z / total
-    return max(0.0, (centre - spread) / denominator), min(1.0, (centre + spread) / denominator)
 
 
 def evaluate(policy: Policy, missions: Iterable[Mission]) -> Tally:
