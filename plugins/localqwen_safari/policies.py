@@ -43,7 +43,12 @@ def thought_moves(thought: str) -> list[tuple[str, int]]:
 
 
 def thought_consistent(decision: Decision) -> bool:
-    """The Thought's stated moves are exactly the turn's move calls (none stated = none made)."""
+    """The Thought's stated moves are exactly the turn's move calls (none stated = none made).
+
+    A turn without any valid call (a wasted reply) is never consistent: otherwise a model that
+    writes nothing usable would score as perfectly consistent."""
+    if not decision.calls:
+        return False
     made = [(args.get("direction"), args.get("steps")) for name, args in decision.calls if name == "move"]
     return thought_moves(decision.thought) == made
 

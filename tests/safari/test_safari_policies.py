@@ -26,6 +26,7 @@ def test_thought_parser_and_consistency():
     assert not thought_consistent(Decision("I move up 2 steps.", [("move", {"direction": "up", "steps": 3})]))
     assert not thought_consistent(Decision("I move up 2 steps.", [("move", {"direction": "left", "steps": 2})]))
     assert not thought_consistent(Decision("I look around.", [("move", {"direction": "up", "steps": 1})]))
+    assert not thought_consistent(Decision("I look around.", []))  # a wasted turn is not consistent
     assert thought_consistent(Decision("It is next to me, so I declare it found.",
                                        [("declare_found", {"species": "lion"})]))
 
