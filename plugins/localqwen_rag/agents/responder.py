@@ -93,7 +93,10 @@ def build_messages(question: str, evidence: list[Hit], *, image: str | None = No
                  "in its own words, ending that sentence with its number, like [2]. Then answer the question from "
                  "that, or say the passages do not answer it.")
     if feedback:
-        text += "\n\nA reviewer asked for a better answer:\n" + "\n".join(f"- {r}" for r in feedback)
+        # Worded as an instruction, not a quotable header: told "A reviewer asked for a better answer:",
+        # the 1.5B model began its rewrite with that very line.
+        text += ("\n\nYour previous answer had these problems; write a new answer that fixes them, without "
+                 "mentioning them:\n" + "\n".join(f"- {r}" for r in feedback))
     content: Any = text
     if image:
         content = [{"type": "image", "image": image}, {"type": "text", "text": text}]
