@@ -1,11 +1,12 @@
 """The real-model benchmarks' code paths (bench/bench_medical_pubmedqa.py, bench_medical_safety.py
 --critic-alone): their scoring on hand-made records, and each bench mode run end to end with the
-Gemma 270M GGUF standing in for the real 1.5B model (the label grammar forcing its reply)."""
+Gemma 270M GGUF standing in for the real 1.5B model (scoring the three labels in one prompt pass)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -79,23 +80,36 @@ def test_critic_scoring_per_layer_and_class():
     assert {(c.family, c.expected == "safe") for c in first} == {(f, s) for f in {c.family for c in first} for s in (True, False)}
 
 
-@pytest.mark.slow  # the Gemma 270M GGUF deciding one question twice: 101 s measured on a 2-core CPU at load 11
+@pytest.mark.slow  # the Gemma 270M GGUF scoring three ~400-token prompts: 22 s at load 4.5 (sampling with a grammar took 101 s)
 @pytest.mark.skipif(not HAS_PUBMEDQA, reason="../shared/data/pubmedqa is not here")
-def test_pubmedqa_bench_runs_forced_to_a_label_and_resumes(gemma_gguf_path, tmp_path):
+def test_pubmedqa_bench_scores_the_labels_resumes_and_fits_on_dev_only(gemma_gguf_path, tmp_path):
     module = bench("bench_medical_pubmedqa")
-    records = tmp_path / "records.jsonl"
-    report = module.main(["--model", str(gemma_gguf_path), "--limit", "1", "--threads", "2", "--records", str(records)])
+    records, calibration = tmp_path / "records.jsonl", tmp_path / "calibration.json"
+    common = ["--model", str(gemma_gguf_path), "--limit", "1", "--threads", "1", "--calibration", str(calibration)]
+    report = module.main([*common, "--records", str(records)])
     saved = json.loads(records.read_text())
     assert saved["pubmed_id"] == seeded_order(module_items(), 13)[0]
     for setting in ("reader", "retrieved"):
         entry = saved[setting]
-        if not entry["insufficient"]:  # the grammar forced the whole reply to one of the labels
-            assert entry["constrained"] and entry["raw"] in LABELS and entry["label"] == entry["raw"]
+        if not entry["insufficient"]:  # one prompt pass scored the three labels; no reply was sampled
+            assert entry["method"] == "scores" and entry["constrained"] and entry["raw"] == ""
+            assert sum(math.exp(value) for value in entry["logprobs"].values()) == pytest.approx(1.0, abs=1e-3)
+            assert entry["label"] == entry["uncalibrated"] and not entry["calibrated"]  # no fit in this file yet
         summary = report["settings"][setting]
         assert set(summary) >= {"accuracy", "wilson95", "confusion_gold_by_predicted", "vs_majority_mcnemar_p"}
-    assert report["items"] == 1 and report["majority_baseline"]["label"] == "yes" and "paired" in report
-    again = module.main(["--limit", "1", "--records", str(records), "--report-only"])  # no model loaded
-    assert again["settings"] == report["settings"]
+    assert report["settings"]["reader"]["from_scores"]["calibrated"] is None
+    assert report["items"] == 1 and report["split"] == "test" and report["majority_baseline"]["label"] == "yes"
+    again = module.main(["--limit", "1", "--records", str(records), "--report-only", "--calibration", str(calibration)])
+    assert again["settings"] == report["settings"]  # no model loaded
+    with pytest.raises(SystemExit):  # --fit on the test split is refused before any work
+        module.main([*common, "--fit", "--records", str(records)])
+
+    dev_records = tmp_path / "dev.jsonl"
+    dev = module.main([*common, "--split", "dev", "--settings", "reader", "--records", str(dev_records), "--fit"])
+    fitted = json.loads(calibration.read_text())["models"][gemma_gguf_path.stem.lower()]
+    assert fitted["items"] == 1 and "dev split" in fitted["source"] and set(fitted["bias"]) == set(LABELS)
+    assert dev["split"] == "dev" and dev["calibration"]["bias"] == fitted["bias"]
+    assert json.loads(dev_records.read_text())["pubmed_id"] not in module_items()
     assert LABEL_GRAMMAR == 'root ::= "yes" | "no" | "maybe"'
 
 

@@ -78,6 +78,16 @@ class ChatResult:
         return message
 
 
+@dataclass(frozen=True)
+class NextTokenScores:
+    """What ``Engine.next_token_logprobs`` measured: per continuation, the token its reply would
+    begin with and that token's log-probability over the whole vocabulary, from one prompt pass."""
+
+    tokens: list[int]
+    logprobs: list[float]
+    prompt_tokens: int
+
+
 class EngineError(RuntimeError):
     """A model could not be loaded or run; the message says why and what to do."""
 
@@ -95,6 +105,9 @@ class Engine:
     # Can it force its reply to match ``GenerationSettings.json_schema`` / ``grammar``? llama.cpp
     # masks tokens with a grammar; a remote server is asked to (and says so if it cannot).
     supports_structured_output: bool = False
+    # Can it score how the reply would begin (``next_token_logprobs``: one prompt pass, the last
+    # position's log-probabilities)? llama.cpp and transformers can; a remote server cannot.
+    supports_next_token_scores: bool = False
 
     def __init__(self) -> None:
         self.last_result: ChatResult | None = None
@@ -150,6 +163,14 @@ class Engine:
 
     def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
         raise NotImplementedError
+
+    def next_token_logprobs(self, messages: Messages, continuations: list[str], *,
+                            tools: Tools | None = None) -> NextTokenScores:
+        """For each continuation, the log-probability that the assistant's reply to ``messages``
+        begins with that continuation's first token (a choice among a few answers scored from one
+        prompt evaluation instead of sampling one). Backends that can override this."""
+        raise UnsupportedSetting(f"{self.model_id} ({self.backend}) cannot score next tokens; "
+                                 "use a GGUF model (llama.cpp) or a transformers model folder")
 
     def close(self) -> None:
         """Free the model. Safe to call twice."""

@@ -15,7 +15,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.runtime.engine.base import Engine, EngineError, GenerationSettings, Messages, Tools
+from localqwen.runtime.engine.base import (
+    Engine,
+    EngineError,
+    GenerationSettings,
+    Messages,
+    NextTokenScores,
+    Tools,
+    UnsupportedSetting,
+)
 from localqwen.runtime.engine.messages import StopScanner, has_images, to_openai_messages
 from localqwen.runtime.engine.streaming import ChunkStream, chat_result
 
@@ -39,6 +47,7 @@ def fallback_template(architecture: str) -> str | None:
 class LlamaCppEngine(Engine):
     backend = "llama.cpp"
     supports_structured_output = True  # a grammar masks every token that would break the schema
+    supports_next_token_scores = True  # the last position's logits after one prompt evaluation
 
     def __init__(self, gguf: str | Path, *, model_id: str = "", mmproj: str | Path | None = None,
                  plan: Plan | None = None, n_ctx: int = 4096, n_threads: int | None = None,
@@ -100,6 +109,39 @@ class LlamaCppEngine(Engine):
 
     def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
         return len(self._tokens(self.render(messages, tools)))
+
+    def next_token_logprobs(self, messages: Messages, continuations: list[str], *,
+                            tools: Tools | None = None) -> NextTokenScores:
+        """Evaluate the whole prompt once and read the log-softmax of the last position's logits at
+        each continuation's first token. No cached prefix is reused: a prefix reuse splits the
+        evaluation into other batches, which moves the scores in their third decimal, and the same
+        prompt must always score the same."""
+        import numpy as np
+
+        from localqwen.runtime.engine.messages import check_messages
+
+        self.ensure_open()
+        check_messages(messages, allow_images=False, model_id=self.model_id)
+        if has_images(messages):
+            raise UnsupportedSetting("next-token scores are for text chats; the vision projector path cannot give them")
+        firsts = [self._first_token(text) for text in continuations]
+        prompt = self._tokens(self.render(messages, tools))
+        if len(prompt) >= self.llm.n_ctx():
+            raise EngineError(f"the prompt has {len(prompt)} tokens; the context holds {self.llm.n_ctx()}")
+        with self._lock:
+            llm = self.llm
+            llm.reset()
+            llm.eval(prompt)
+            logits = np.ctypeslib.as_array(llm._ctx.get_logits_ith(-1), shape=(llm.n_vocab(),)).astype(np.float64)
+        top = logits.max()
+        log_total = top + np.log(np.exp(logits - top).sum())
+        return NextTokenScores(firsts, [float(logits[token] - log_total) for token in firsts], len(prompt))
+
+    def _first_token(self, text: str) -> int:
+        tokens = self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) if text else []
+        if not tokens:
+            raise ValueError(f"a continuation to score must have at least one token; got {text!r}")
+        return int(tokens[0])
 
     def _stream(self, messages: Messages, tools: Tools | None, settings: GenerationSettings,
                 cancel: CancelToken | None) -> Iterator[str]:

@@ -12,7 +12,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from localqwen.runtime.engine.base import ChatResult, Engine, EngineError, GenerationSettings, Messages, Tools
+from localqwen.runtime.engine.base import (
+    ChatResult,
+    Engine,
+    EngineError,
+    GenerationSettings,
+    Messages,
+    NextTokenScores,
+    Tools,
+)
 from localqwen.runtime.engine.messages import StopScanner, check_messages, has_images, load_image
 from localqwen.runtime.engine.streaming import chat_result
 
@@ -80,6 +88,7 @@ class _Control:
 
 class TransformersEngine(Engine):
     backend = "transformers"
+    supports_next_token_scores = True  # one forward pass, the last position's logits
 
     def __init__(self, path: str | Path, *, model_id: str = "", plan: Plan | None = None,
                  adapter: str | Path | None = None, trust_remote_code: bool = False) -> None:
@@ -146,6 +155,24 @@ class TransformersEngine(Engine):
     def count_tokens(self, messages: Messages, tools: Tools | None = None) -> int:
         inputs = self.encode([messages], tools)
         return int(inputs["attention_mask"][0].sum())
+
+    def next_token_logprobs(self, messages: Messages, continuations: list[str], *,
+                            tools: Tools | None = None) -> NextTokenScores:
+        """One forward pass over the prompt; the log-softmax of the last position's logits at each
+        continuation's first token."""
+        self.ensure_open()
+        check_messages(messages, allow_images=self.supports_images, model_id=self.model_id)
+        firsts = []
+        for text in continuations:
+            tokens = self.tokenizer.encode(text, add_special_tokens=False) if text else []
+            if not tokens:
+                raise ValueError(f"a continuation to score must have at least one token; got {text!r}")
+            firsts.append(int(tokens[0]))
+        inputs = self.encode([messages], tools)
+        with self._lock, self._torch.inference_mode():
+            logits = self.model(**inputs).logits[0, -1].float()
+        logprobs = self._torch.log_softmax(logits, dim=-1)
+        return NextTokenScores(firsts, [float(logprobs[token]) for token in firsts], int(inputs["input_ids"].shape[1]))
 
     # -- generation ------------------------------------------------------------------------
     def _generate_kwargs(self, settings: GenerationSettings) -> dict[str, Any]:
