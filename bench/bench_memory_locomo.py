@@ -35,14 +35,22 @@ def main() -> None:
                              "what the extraction model stores); a recalled fact counts for its source turns")
     parser.add_argument("--session-weight", type=float, default=None,
                         help="ablation: another session share than the chat's (recall.RANKING)")
+    parser.add_argument("--subject-weight", type=float, default=None,
+                        help="ablation: another bonus for memories about the person the question names "
+                             "(0: the name stays in the query and nothing is added)")
+    parser.add_argument("--neighbour-penalty", type=float, default=None,
+                        help="ablation: another penalty per adjacent memory of the same session ranked before")
     args = parser.parse_args()
     ranking = None
-    if args.session_weight is not None:
+    changes = {name: value for name, value in (("session_weight", args.session_weight),
+                                                ("subject_weight", args.subject_weight),
+                                                ("neighbour_penalty", args.neighbour_penalty)) if value is not None}
+    if changes:
         from dataclasses import replace
 
         from localqwen_memory.recall import RANKING
 
-        ranking = replace(RANKING, session_weight=args.session_weight)
+        ranking = replace(RANKING, **changes)
     samples = load(args.data)
     if args.limit:
         samples = samples[: args.limit]

@@ -90,16 +90,17 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
             around = [t for t in turns[max(0, index - NEIGHBOURS): index + NEIGHBOURS + 1]
                       if t is not turn and t["session"] == turn["session"]]
             context = f"{turn['speaker']}, {turn['date']}\n" + "\n".join(f"{t['speaker']}: {t['text']}" for t in around)
+        # The speaker is the turn's subject (who it is about), as the extractor names a fact's subject.
         memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn", context=context,
-                              source_session=turn["session"], source_message=index)
+                              subject=turn["speaker"], source_session=turn["session"], source_message=index)
         ids[memory.id] = [turn["id"]]
     if facts:
         position = {turn["id"]: index for index, turn in enumerate(turns)}
         for fact in observations_of(sample):
             first = next((position[t] for t in fact["turns"] if t in position), None)
             memory, _ = store.add(fact["text"], persona=persona, fact=fact["text"], kind="fact",
-                                  context=f"{fact['speaker']}, {fact['date']}", source_session=fact["session"],
-                                  source_message=first)
+                                  context=f"{fact['speaker']}, {fact['date']}", subject=fact["speaker"],
+                                  source_session=fact["session"], source_message=first)
             ids[memory.id] = ids.get(memory.id, []) + fact["turns"]  # the same fact twice: both sources
 
     def search(question: str) -> list:

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from localqwen_memory.prompts import Prompts
-from localqwen_memory.recall import RankSettings, rank_memories, session_key, text_recall
+from localqwen_memory.recall import (
+    RankSettings,
+    named_subject,
+    rank_memories,
+    session_key,
+    text_recall,
+    without_name,
+)
 from localqwen_memory.store import MemoryStore
 
 from localqwen.storage.database import Database
@@ -19,7 +26,8 @@ def test_a_memory_gains_its_sessions_score_and_hand_added_ones_stand_alone(tmp_p
     plain = rank_memories(store, "trail", "default", k=4, mode="bm25", settings=RankSettings(session_weight=0))
     assert [h.memory.id for h in plain] == [h.memory.id for h in store.search("trail", k=4, mode="bm25")]
     assert [h.memory.id for h in plain].index(middle.id) < [h.memory.id for h in plain].index(weak.id)
-    ranked = rank_memories(store, "trail", "default", k=4, mode="bm25")
+    ranked = rank_memories(store, "trail", "default", k=4, mode="bm25", settings=RankSettings(session_weight=0.4,
+                                                                                   neighbour_penalty=0))
     order = [h.memory.id for h in ranked]
     # The weak turn shares session 1 with the best match, so it now comes before session 2's turn.
     assert order[0] == strong.id and order.index(weak.id) < order.index(middle.id)
@@ -28,4 +36,50 @@ def test_a_memory_gains_its_sessions_score_and_hand_added_ones_stand_alone(tmp_p
     assert rank_memories(store, "trail", "default", k=0) == [] and len(rank_memories(store, "trail", "default", k=2)) == 2
     assert rank_memories(store, "nothing matches", "default", mode="bm25") == []
     recall = text_recall(store, "trail", "default", Prompts.load(), k=2, exclude={strong.id})
-    assert [h.memory.id for h in recall.hits] == [h.memory.id for h in ranked if h.memory.id != strong.id][:2]
+    chat_order = rank_memories(store, "trail", "default", k=4, mode="bm25")
+    assert [h.memory.id for h in recall.hits] == [h.memory.id for h in chat_order if h.memory.id != strong.id][:2]
+
+
+def test_a_picked_memory_lowers_its_adjacent_turns_only(tmp_path):
+    store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
+    best, _ = store.add("kayak kayak kayak lake lake", kind="turn", source_session=1, source_message=4)
+    echo, _ = store.add("kayak kayak lake lake, you said", kind="turn", source_session=1, source_message=5)
+    apart, _ = store.add("kayak lake much later", kind="turn", source_session=1, source_message=9)
+    other, _ = store.add("kayak lake shop", kind="turn", source_session=2, source_message=5)
+    settings = RankSettings(session_weight=0, neighbour_penalty=0)
+    plain = [h.memory.id for h in rank_memories(store, "kayak lake", "default", k=4, mode="bm25", settings=settings)]
+    assert plain[0] == best.id and plain.index(echo.id) < plain.index(other.id)
+    ranked = rank_memories(store, "kayak lake", "default", k=4, mode="bm25",
+                           settings=RankSettings(session_weight=0, neighbour_penalty=1.0))
+    order = [h.memory.id for h in ranked]
+    # The adjacent echo of the best turn drops below the other session's turn; a turn of the same
+    # session further away (message 9) and the other session's message 5 are not neighbours.
+    assert order[0] == best.id and order[-1] == echo.id and set(order) == set(plain)
+    assert [h.score for h in ranked] == sorted((h.score for h in ranked), reverse=True)
+    unmoved = [i for i in plain if i != echo.id]
+    assert [i for i in order if i != echo.id] == unmoved and apart.id in unmoved
+
+
+def test_the_person_a_question_names_is_taken_out_of_the_query_and_their_memories_lead(tmp_path):
+    store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
+    about_ann, _ = store.add("I painted a horse last week", kind="turn", subject="Ann", source_session=1,
+                             source_message=0)
+    about_bob, _ = store.add("Bob: I painted the fence, the fence of Ann's painted garden, painted twice",
+                             kind="turn", subject="Bob", source_session=2, source_message=0)
+    store.add("We talked a long afternoon about the house, the garden, the dog, the cat, the neighbours, the "
+              "weather, the holidays, the car, the school, the trip to the sea and what got painted", kind="turn",
+              source_session=3, source_message=0)
+    store.add("The user likes coffee", subject="user")
+    store.add("Coffee beans come from Brazil", subject="coffee")
+    assert named_subject(store, "What has Ann painted?", "default") == "ann"
+    assert named_subject(store, "What has ann painted?", "default") is None  # not written as a name
+    assert named_subject(store, "What have Ann and Bob painted?", "default") is None  # two people
+    assert named_subject(store, "Does the user like coffee?", "default") is None  # "user" and topic words
+    assert without_name("What are Ann's hobbies?", "ann") == "What are hobbies?"
+    assert without_name("Ann?", "ann") == "Ann?"  # nothing else left: the query stays whole
+    settings = RankSettings(session_weight=0, neighbour_penalty=0, subject_weight=0)
+    plain = rank_memories(store, "What has Ann painted?", "default", k=2, mode="bm25", settings=settings)
+    assert plain[0].memory.id == about_bob.id  # "painted" three times and "Ann" too
+    ranked = rank_memories(store, "What has Ann painted?", "default", k=2, mode="bm25",
+                           settings=RankSettings(session_weight=0, neighbour_penalty=0))
+    assert [h.memory.id for h in ranked] == [about_ann.id, about_bob.id]
