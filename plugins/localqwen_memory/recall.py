@@ -6,31 +6,34 @@ learned something, and the chat shows them in a "recall: text" step (the recall 
 always visible; token recall, from consolidation/, falls back to this one).
 
 The ranking (:func:`rank_memories`) takes the store's hybrid candidates (BM25 and MiniLM cosine,
-mixed by the store) and re-scores them in three steps, each measured on LoCoMo (README, "Memory
-chat"; every weight chosen on conversations 1-5 only, by all@10 + multi-hop all@10, and checked on
-6-10, ``bench_memory_locomo.py --mode hybrid``):
+mixed by the store) and re-scores them. Measured on LoCoMo (README, "Memory chat"), every weight
+chosen on conversations 1-5 only (by all@10 + multi-hop all@10) and checked on 6-10
+(``bench_memory_locomo.py --mode hybrid``, its ``--subject-weight`` / ``--session-weight`` /
+``--neighbour-penalty`` ablations):
 
 1. *The person asked about.* When the question names exactly one person that memories are about
-   (a capitalised ``subject``, as "Melanie" in "What has Melanie painted?"), that name is taken out
-   of the search query, since it matches half the store and drowns the topic words, and the
-   memories about that person gain ``subject_weight``: the answer is what *they* said or did.
-   Most of the multi-hop gain comes from here (hybrid, all ten conversations: multi-hop 15.6% ->
-   24.8%, all@10 69.5% -> 73.4% with the steps below).
-2. *The session.* Each memory gains part of its chat session's score (its best memory's): the
-   evidence tends to sit in one or two conversations, and an on-topic session lifts its turns
-   above stray matches elsewhere.
-3. *Neighbours.* Each turn is indexed with its neighbouring turns, so a hit's neighbours score
+   (a ``subject`` written as a name, as "Melanie" in "What has Melanie painted?"), the name leaves
+   the search query, since it matches half the store and drowns the topic words, and the memories
+   about that person gain ``subject_weight``: the answer is what *they* said or did. This is most
+   of the gain: multi-hop 15.6% -> 27.7%, all@10 69.5% -> 72.8% (all ten conversations).
+2. *Neighbours.* Each turn is indexed with its neighbouring turns, so a hit's neighbours score
    almost as high and fill the top slots with one exchange. Memories are taken greedily, and each
    pick lowers its adjacent memories of the same session by ``neighbour_penalty``, leaving room
-   for evidence from other sessions (multi-hop questions need all of it in the top 10).
+   for evidence elsewhere (a multi-hop question needs all of its evidence in the top 10). On 1-5
+   it raised multi-hop from 28.2% to 30.3% for 0.5 point of all@10; on 6-10 it did not help
+   (multi-hop 27.1% -> 26.4%, all@10 71.4% -> 70.2%).
+3. *The session.* ``session_weight`` adds part of a session's best score to each of its memories;
+   before step 1 a share of 0.4 raised all@10 by 1.5 points, with step 1 it no longer helps on 1-5
+   (0 chosen; the knob stays for ablations). It never changes session all@5: the sessions' order
+   is their best memories' order either way.
 
 Tried and left out because they did not help on conversations 1-5 (or helped there only): re-mixing
 BM25 and cosine with other weights, a penalty per further memory of a session already ranked
 (with or without a gate on "gathering" questions such as "what activities ..."), reserving the last
 slots for unseen sessions, a session's score from its best 2-3 memories, its whole text as one BM25
-document, its mean vector or rank votes, ordering the top memories by session score (session
-all@5 stayed at 83%), a vector-similarity MMR between picks, a BM25 over the bare statements beside
-the contextual one, and pseudo-relevance feedback (on the query vector, or BM25 terms of the top hits).
+document, its mean vector or rank votes (session all@5 stayed at 82-84%), a vector-similarity MMR
+between picks, 200-400 candidates instead of 100, a BM25 over the bare statements beside the
+contextual one, and pseudo-relevance feedback (on the query vector, or BM25 terms of the top hits).
 """
 
 from __future__ import annotations
@@ -84,9 +87,9 @@ class RankSettings:
     """How :func:`rank_memories` re-scores the store's candidates (chosen on LoCoMo 1-5)."""
 
     candidates: int = 100  # memories taken from the store's hybrid search before re-scoring
-    session_weight: float = 0.2  # share of the session's score added to each of its memories
     subject_weight: float = 0.5  # added to memories about the one person the query names
     neighbour_penalty: float = 0.1  # taken off a memory per adjacent memory of its session ranked before it
+    session_weight: float = 0.0  # share of the session's best score added to each of its memories
 
 
 RANKING = RankSettings()

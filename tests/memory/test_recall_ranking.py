@@ -23,7 +23,8 @@ def test_a_memory_gains_its_sessions_score_and_hand_added_ones_stand_alone(tmp_p
     weak, _ = store.add("a long trail walk in the rain", kind="turn", source_session=1, source_message=1)
     middle, _ = store.add("the trail in the city park", kind="turn", source_session=2, source_message=0)
     by_hand, _ = store.add("I like the trail by the river near the old mill in town with my dog and my sister on sundays")
-    plain = rank_memories(store, "trail", "default", k=4, mode="bm25", settings=RankSettings(session_weight=0))
+    plain = rank_memories(store, "trail", "default", k=4, mode="bm25",
+                          settings=RankSettings(session_weight=0, neighbour_penalty=0))
     assert [h.memory.id for h in plain] == [h.memory.id for h in store.search("trail", k=4, mode="bm25")]
     assert [h.memory.id for h in plain].index(middle.id) < [h.memory.id for h in plain].index(weak.id)
     ranked = rank_memories(store, "trail", "default", k=4, mode="bm25", settings=RankSettings(session_weight=0.4,
