@@ -107,7 +107,7 @@ def rank_memories(store: MemoryStore, query: str, persona: str, *, k: int = 6, m
     """The ``k`` memories most relevant to ``query``, best first (see the module's docstring)."""
     import numpy as np
 
-    if k <= 0:
+    if k <= 0 or not query.strip():
         return []
     named = named_subject(store, query, persona) if settings.subject_weight else None
     search_query = without_name(query, named) if named else query

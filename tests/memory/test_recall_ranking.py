@@ -36,6 +36,7 @@ def test_a_memory_gains_its_sessions_score_and_hand_added_ones_stand_alone(tmp_p
     assert session_key(by_hand) == ("memory", by_hand.id) != session_key(store.add("trail", persona="p")[0])
     assert rank_memories(store, "trail", "default", k=0) == [] and len(rank_memories(store, "trail", "default", k=2)) == 2
     assert rank_memories(store, "nothing matches", "default", mode="bm25") == []
+    assert rank_memories(store, "  ", "default", mode="bm25") == []
     recall = text_recall(store, "trail", "default", Prompts.load(), k=2, exclude={strong.id})
     chat_order = rank_memories(store, "trail", "default", k=4, mode="bm25")
     assert [h.memory.id for h in recall.hits] == [h.memory.id for h in chat_order if h.memory.id != strong.id][:2]
