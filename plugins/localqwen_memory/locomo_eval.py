@@ -1,8 +1,9 @@
 """``evaluate --suite locomo``: judge-free evidence recall on LoCoMo (locomo10.json).
 
 Each conversation's turns go into a throw-away memory store (one persona per conversation) as
-raw turns, each indexed with its context: speaker, session date and the neighbouring turns, and
-every question is answered by :func:`localqwen_memory.recall.rank_memories`, the ranking the chat's
+raw turns, each indexed with its context: speaker, session date and the neighbouring turns (the
+speaker is also the turn's subject, who it is about, as the extractor names a fact's), and every
+question is answered by :func:`localqwen_memory.recall.rank_memories`, the ranking the chat's
 text recall uses. For every QA of categories 1-4, a hit means all its evidence turns ("D1:3") are
 among the top 10 (``all_at_10``), and at session level all evidence sessions among the first 5
 sessions of the ranked list (``session_all_at_5``). The baseline (plain BM25 over the bare turns)
