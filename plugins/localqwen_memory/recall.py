@@ -121,8 +121,7 @@ def rank_memories(store: MemoryStore, query: str, persona: str, *, k: int = 6, m
     # candidate set than ours; re-mixing over our 100 measured worse), scaled to 0-1 here.
     scores = _min_max(np.array([h.score for h in hits], dtype=np.float64))
     if named:
-        about = np.array([(h.memory.subject or "").casefold() == named.casefold() for h in hits])
-        scores = scores + settings.subject_weight * about
+        scores = scores + settings.subject_weight * np.array([is_about(h.memory, named) for h in hits])
     keys = [session_key(h.memory) for h in hits]
     numbers = {key: number for number, key in enumerate(dict.fromkeys(keys))}
     sessions = np.array([numbers[key] for key in keys])
@@ -181,6 +180,15 @@ def _name_pattern(subject: str) -> re.Pattern[str]:
     """The subject as a capitalised name, with or without a possessive."""
     name = " ".join(word[:1].upper() + word[1:] for word in subject.split())
     return re.compile(rf"\b{re.escape(name)}(?:'s|’s)?(?!\w)")
+
+
+def is_about(memory: MemoryRecord, subject: str) -> bool:
+    """Whether a memory is about the named subject: its own subject, or, for a memory without one
+    (the chat's raw turns), its text naming them; the name left the query, so such a turn would
+    otherwise lose the match it had."""
+    if memory.subject:
+        return memory.subject.casefold() == subject.casefold()
+    return _name_pattern(subject).search(memory.text) is not None
 
 
 def without_name(query: str, subject: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from localqwen_memory.prompts import Prompts
 from localqwen_memory.recall import (
     RankSettings,
+    is_about,
     named_subject,
     rank_memories,
     session_key,
@@ -68,7 +69,7 @@ def test_the_person_a_question_names_is_taken_out_of_the_query_and_their_memorie
                              source_message=0)
     about_bob, _ = store.add("Bob: I painted the fence, the fence of Ann's painted garden, painted twice",
                              kind="turn", subject="Bob", source_session=2, source_message=0)
-    store.add("We talked a long afternoon about the house, the garden, the dog, the cat, the neighbours, the "
+    filler, _ = store.add("We talked a long afternoon about the house, the garden, the dog, the cat, the neighbours, the "
               "weather, the holidays, the car, the school, the trip to the sea and what got painted", kind="turn",
               source_session=3, source_message=0)
     store.add("The user likes coffee", subject="user")
@@ -85,3 +86,12 @@ def test_the_person_a_question_names_is_taken_out_of_the_query_and_their_memorie
     ranked = rank_memories(store, "What has Ann painted?", "default", k=2, mode="bm25",
                            settings=RankSettings(session_weight=0, neighbour_penalty=0))
     assert [h.memory.id for h in ranked] == [about_ann.id, about_bob.id]
+    # A raw turn without a subject that names her counts as about her (the name left the query);
+    # Bob's turn names her too, but it has its own subject.
+    raw, _ = store.add("My friend Ann painted our kitchen door last spring", kind="turn", source_session=4,
+                       source_message=0)
+    assert is_about(raw, "ann") and not is_about(about_bob, "ann") and is_about(about_ann, "ann")
+    ranked = {h.memory.id: h.score for h in rank_memories(store, "What has Ann painted?", "default", k=5,
+                                                          mode="bm25", settings=RankSettings(session_weight=0,
+                                                                                             neighbour_penalty=0))}
+    assert ranked[raw.id] >= 0.5 > ranked[filler.id]  # the subject bonus, given to the raw turn naming her only
