@@ -4,6 +4,7 @@
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid    # + MiniLM vectors (the chat's default)
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --facts  # + LoCoMo's observations as facts
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --limit 1
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --subject-weight 0  # ablations of recall.RANKING
 
 Prints the report as JSON: all_at_10, per category, session_all_at_5, p95_ms (one recall, the
 query's embedding included, one torch thread) and p95_cpu_ms (the same in CPU time, which a busy
