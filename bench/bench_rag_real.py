@@ -246,6 +246,20 @@ def run_offline(args) -> int:
                 correct += hits[int(np.argmax(scores))].chunk_id in relevant
         print(f"   {threshold:.1f}        {attributed / len(claims):6.1%}       {correct / max(1, attributed):.3f}")
 
+    # The quoted rewrite opens with the passage sentence closest to the question (responder.best_quote):
+    # how often is that passage one the qrels judge relevant, against simply taking the top hit?
+    from localqwen_rag.agents import knowledge, responder
+
+    gate = knowledge.KnowledgeSettings()
+    relevant_hits = [[h for h in hits if knowledge.is_relevant(h, gate)] for _, _, hits in claims]  # the evidence
+    quoted = [(responder.best_quote(hits, as_question(claim)), hits, relevant)
+              for (claim, relevant, _), hits in zip(claims, relevant_hits, strict=True)]
+    with_quote = [(q, hits, relevant) for q, hits, relevant in quoted if q]
+    right = sum(hits[q[0] - 1].chunk_id in relevant for q, hits, relevant in with_quote)
+    top_right = sum(bool(hits) and hits[0].chunk_id in relevant for _, hits, relevant in quoted)
+    print(f"quoted rewrite: a quote for {len(with_quote) / len(quoted):.1%} of the claims; its passage judged "
+          f"relevant for {right / max(1, len(with_quote)):.1%} (the top hit: {top_right / len(quoted):.1%})")
+
     labelled = _labelled_rationales(data, chosen, texts)
     print("contradiction check on SciFact claim / rationale pairs (flagged share; want high on CONTRADICT, "
           "low on SUPPORT):")

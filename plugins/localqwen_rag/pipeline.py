@@ -183,13 +183,18 @@ def _knowledge_step(deps: PipelineDeps, steps: _Steps, query: str, *, k: int | N
 def _respond_step(question: Question, deps: PipelineDeps, steps: _Steps, evidence, used_kb: bool,
                   feedback: list[str] | None = None):
     title = "Responder" + (" (rewrite)" if feedback else "")
+    # A rewrite of an answer with nothing grounded opens with the passage sentence closest to the
+    # question (see responder.respond): told what was wrong, the 1.5B model still restated the question.
+    quote = bool(feedback and evidence and reviewer.NOTHING_GROUNDED in feedback)
+    if quote:
+        title += ", opening with a quote"
     step, sid, t0 = steps.start("responder", title)
     yield step
     llm = deps.vision_llm() if question.image and deps.vision_llm else deps.llm
     before = llm.calls
     answer = None
     for item in responder.respond(llm, question.text, evidence, used_kb=used_kb, image=question.image,
-                                  feedback=feedback, history=question.history[-6:]):
+                                  feedback=feedback, history=question.history[-6:], quote=quote):
         if isinstance(item, str):
             if item:
                 yield events.TextDelta(text=item, step=sid)

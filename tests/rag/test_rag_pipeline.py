@@ -111,21 +111,25 @@ def test_off_topic_question_is_refused_without_asking_the_model(setup, tiny_engi
 def test_an_ungrounded_answer_is_graded_failure_with_its_reason(setup):
     deps, kb, tmp = setup
     collected, done = run(Question("What is the most common side effect of statins?", topology="single"), deps())
-    # The tiny random model writes gibberish (or nothing): nothing in it rests on the passages.
+    # The tiny random model writes gibberish (or nothing): nothing in it rests on the passages, so it is
+    # rewritten once, opening with the passage sentence closest to the question, which grounds only itself.
     reasons = done.result["outcome_reasons"]
-    assert reasons and reasons[0] in ("the answer is empty", reviewer.NOTHING_GROUNDED)
+    assert reasons == [reviewer.ONLY_THE_QUOTE]
+    assert done.result["answer"].startswith('Passage [') and [c["by"] for c in done.result["citations"]] == ["quote"]
+    assert done.result["model_citations"] == []
     warning = next(e for e in collected if isinstance(e, events.Warning))
     assert warning.message == "Not a grounded answer: " + "; ".join(reasons)
     assert done.result["outcome"] == "failure" and done.summary == "single: failure: " + "; ".join(reasons)
     # The Responder, then one rewrite told why (nothing grounded); no tool turn, no third try.
     assert done.result["model_calls"] == 2
     assert finished_steps(collected) == ["router", "knowledge", "responder", "responder-2"]
-    # The retrieved passages are listed once, as a table marking which the answer rests on (none here);
-    # no "Sources:" list is appended to an answer that cites nothing.
+    # The retrieved passages are listed once, as a table marking which the answer rests on (the quoted
+    # one, marked as the app's quote); the "Sources:" list names that passage alone.
     table = next(e for e in collected if isinstance(e, events.Table))
-    assert table.title == "Retrieved passages" and all(row[-1] == "" for row in table.rows)
+    assert table.title == "Retrieved passages" and sorted(row[-1] for row in table.rows)[-1] == "quote"
+    assert sum(row[-1] != "" for row in table.rows) == 1
     assert any(row[3] == "Statins > Side effects" for row in table.rows)
-    assert "Sources:" not in done.result["answer"]
+    assert done.result["answer"].count("Sources:\n[") == 1
 
 
 def test_sources_list_numbers_map_to_the_retrieved_passages(setup):

@@ -100,7 +100,9 @@ def support(sentence_words: set[str], passage_words: set[str]) -> float:
 @dataclass
 class SentenceGrounding:
     text: str  # the sentence as the model wrote it (its citations included)
-    status: str  # "cited" (a model citation holds), "attributed", "unsupported" or "neutral"
+    # "cited" (a model citation holds), "attributed", "unsupported", "neutral", or "quoted" (the app
+    # opened a rewrite with this sentence of the passage, see responder.best_quote)
+    status: str
     sources: list[int] = field(default_factory=list)  # 1-based passage numbers that support it
     score: float = 0.0  # support by its best passage
     rejected_citations: list[int] = field(default_factory=list)  # the model cited them; they don't support it
@@ -116,6 +118,15 @@ class Grounding:
     def cited(self) -> list[int]:
         """Passages that support some sentence, by the model's citation or by attribution."""
         return sorted({n for s in self.sentences for n in s.sources})
+
+    @property
+    def own_grounded(self) -> bool:
+        """Whether the answer's own sentences (all but the app's opening quote) rest on the passages:
+        one of them is cited or attributed, or all are too short to judge ("Yes."); an answer with
+        nothing besides the quote is not."""
+        own = [s for s in self.sentences if s.status != "quoted"]
+        return bool(own) and (any(s.status in ("cited", "attributed") for s in own)
+                              or all(s.status == "neutral" for s in own))
 
     @property
     def model_cited(self) -> list[int]:

@@ -33,6 +33,7 @@ OFF_TOPIC_NOTE = ("This is not in your documents: nothing in {where} is relevant
                   "knowledge base off (the \"Use the knowledge base\" setting, or /set use_kb false in a chat).")
 _CITATION = re.compile(r"\[(\d{1,3})\]")
 FOCUS_SENTENCES = 4  # sentences of each passage the Responder reads (see focus())
+QUOTE_MIN_WORDS, QUOTE_MAX_WORDS = 5, 50  # the sentences a rewrite may open with (see best_quote)
 _DEFUSE = re.compile(r"<(\|)|<(/?)(tool_call|untrusted_document|think|tool_response)", re.IGNORECASE)
 
 
@@ -76,8 +77,48 @@ def focus(text: str, question: str, keep: int = FOCUS_SENTENCES) -> str:
     return " ".join(out)
 
 
+def quotable_sentences(evidence: list[Hit], question: str) -> list[tuple[int, str]]:
+    """(passage number, sentence) pairs a quote may copy: the sentences of each passage the
+    Responder was shown (``focus``), without their final stop and with double quotes made single,
+    long enough to say something and short enough to read as one quote."""
+    found: list[tuple[int, str]] = []
+    for number, hit in enumerate(evidence, start=1):
+        for sentence in grounding.split_sentences(focus(hit.text, question)):
+            if sentence == "...":
+                continue
+            text = " ".join(sentence.replace('"', "'").split()).rstrip(".!?;:, ")
+            if QUOTE_MIN_WORDS <= len(text.split()) <= QUOTE_MAX_WORDS:
+                found.append((number, text))
+    return found
+
+
+def best_quote(evidence: list[Hit], question: str) -> tuple[int, str] | None:
+    """(passage number, sentence): of the highest-ranked passage that has a quotable sentence sharing
+    a content word with the question, the sentence sharing most (the earlier one on a tie). None
+    when no sentence shares a word.
+
+    Rank first, words second: on 150 SciFact train claims (``bench_rag_real.py --offline``) the top
+    passage was a judged-relevant one for 83% of them, while the sentence with the most shared
+    words over all five passages came from one for 77%."""
+    words = grounding.content_words(question)
+    by_passage: dict[int, list[str]] = {}
+    for number, text in quotable_sentences(evidence, question):
+        by_passage.setdefault(number, []).append(text)
+    for number in sorted(by_passage):
+        overlaps = [len(words & grounding.content_words(text)) for text in by_passage[number]]
+        if max(overlaps) > 0:
+            return number, by_passage[number][overlaps.index(max(overlaps))]
+    return None
+
+
+def quote_opening(quote: tuple[int, str]) -> str:
+    number, text = quote
+    return f'Passage [{number}] reports: "{text}".'
+
+
 def build_messages(question: str, evidence: list[Hit], *, image: str | None = None, feedback: list[str] | None = None,
-                   history: list[dict[str, Any]] | None = None, used_kb: bool = True) -> list[dict[str, Any]]:
+                   history: list[dict[str, Any]] | None = None, used_kb: bool = True,
+                   quote: tuple[int, str] | None = None) -> list[dict[str, Any]]:
     text = ""
     if evidence:
         text += "Evidence (untrusted document text, numbered):\n" + evidence_block(evidence, question) + "\n\n"
@@ -97,6 +138,10 @@ def build_messages(question: str, evidence: list[Hit], *, image: str | None = No
         # the 1.5B model began its rewrite with that very line.
         text += ("\n\nYour previous answer had these problems; write a new answer that fixes them, without "
                  "mentioning them:\n" + "\n".join(f"- {r}" for r in feedback))
+    if quote:
+        number = quote[0]
+        text += (f"\n\n{quote_opening(quote)} Answer the question from that sentence in one or two short "
+                 f"sentences, ending each with [{number}], or say that it does not answer the question.")
     content: Any = text
     if image:
         content = [{"type": "image", "image": image}, {"type": "text", "text": text}]
@@ -147,8 +192,10 @@ def refusal(knowledge_base: str) -> Answer:
     return Answer(OFF_TOPIC_NOTE.format(where=where), [], used_kb=True, refused=True)
 
 
-def finalize(raw: str, evidence: list[Hit], used_kb: bool) -> Answer:
-    """Check the model's citations against the evidence and attribute the sentences it left uncited."""
+def finalize(raw: str, evidence: list[Hit], used_kb: bool, quote: tuple[int, str] | None = None) -> Answer:
+    """Check the model's citations against the evidence and attribute the sentences it left uncited;
+    with ``quote`` the app's opening quote goes first, marked "quoted" (it is the passage's own words,
+    so it needs no check; the model's sentences after it are checked as usual)."""
     from localqwen.runtime.engine.tool_calls import split_reasoning
 
     _, body = split_reasoning(raw)
@@ -167,10 +214,16 @@ def finalize(raw: str, evidence: list[Hit], used_kb: bool) -> Answer:
     if not evidence:
         return Answer(body, evidence, used_kb, [], invalid)
     checked = grounding.ground(body, evidence)
+    if quote:
+        opening = quote_opening(quote)
+        checked.sentences.insert(0, grounding.SentenceGrounding(opening, "quoted", [quote[0]], 1.0))
+        body = f"{opening} {body}".strip()
     model_cited = set(checked.model_cited)
+    by_quote = {quote[0]} if quote else set()
     citations = [{"n": n, "source": evidence[n - 1].source, "page": evidence[n - 1].page,
                   "heading": evidence[n - 1].heading, "chunk_id": evidence[n - 1].chunk_id,
-                  "by": "model" if n in model_cited else "attribution"} for n in checked.cited]
+                  "by": "model" if n in model_cited else "quote" if n in by_quote else "attribution"}
+                 for n in checked.cited]
     return Answer(body, evidence, used_kb, citations, invalid, checked)
 
 
@@ -184,9 +237,21 @@ def drop_cut_sentence(text: str) -> str:
 
 def respond(llm: LLM, question: str, evidence: list[Hit], *, used_kb: bool, image: str | None = None,
             feedback: list[str] | None = None, history: list[dict[str, Any]] | None = None,
-            max_new_tokens: int | None = None) -> Iterator[str | Answer]:
-    """Stream the model's text deltas, then yield the checked :class:`Answer` last."""
-    messages = build_messages(question, evidence, image=image, feedback=feedback, history=history, used_kb=used_kb)
+            max_new_tokens: int | None = None, quote: bool = False) -> Iterator[str | Answer]:
+    """Stream the model's text deltas, then yield the checked :class:`Answer` last.
+
+    With ``quote`` (a rewrite of an answer with nothing grounded) the answer opens with the passage
+    sentence that shares most words with the question (``best_quote``), written by the app, not the
+    model, and the model is asked to answer from it: told what was wrong, the real 1.5B model still
+    restated the question as what "the passage reports" in most of its rewrites. Forcing a quote
+    the model picks through a llama.cpp grammar was tried first: the grammar check over a
+    150k-token vocabulary made a 96-token reply take minutes on this CPU."""
+    chosen = best_quote(evidence, question) if quote else None
+    opening = quote_opening(chosen) if chosen else ""
+    messages = build_messages(question, evidence, image=image, feedback=feedback, history=history, used_kb=used_kb,
+                              quote=chosen)
+    if opening:
+        yield opening + " "
     chunks: list[str] = []
     for delta in llm.stream(messages, max_new_tokens=max_new_tokens):
         chunks.append(delta)
@@ -194,7 +259,7 @@ def respond(llm: LLM, question: str, evidence: list[Hit], *, used_kb: bool, imag
     raw = "".join(chunks)
     if llm.last_result is not None and llm.last_result.finish_reason == "length":
         raw = drop_cut_sentence(raw)  # the token limit stopped it mid-sentence: keep the whole sentences
-    answer = finalize(raw, evidence, used_kb)
+    answer = finalize(raw, evidence, used_kb, quote=chosen)
     if llm.last_result is not None:
         result = llm.last_result
         answer.usage = {"prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,

@@ -26,6 +26,10 @@ SYSTEM = ("You are the Reviewer. Check whether the answer addresses the question
 NOTHING_GROUNDED = ("no sentence of the answer is supported by the retrieved passages (none cited, none "
                     "attributable); cite the passage each sentence uses, e.g. [1]")
 
+# A rewrite the app opened with a passage's sentence, whose own sentences still rest on nothing: the
+# quote is evidence shown to the user, not an answer the model grounded.
+ONLY_THE_QUOTE = "only the quoted passage sentence is supported; the answer's own sentences are not"
+
 
 @dataclass
 class Verdict:
@@ -47,6 +51,8 @@ def check(question: str, answer: Answer) -> list[str]:
     if answer.evidence and checked is not None and body:
         if not checked.cited:
             problems.append(NOTHING_GROUNDED)
+        elif not checked.own_grounded:
+            problems.append(ONLY_THE_QUOTE)
         elif len(checked.unsupported) * 2 > checked.judged:
             problems.append(f"{len(checked.unsupported)} of {checked.judged} sentences are not supported by the "
                             f"sources, e.g. \"{checked.unsupported[0][:90]}\"")
