@@ -5,8 +5,9 @@ Qwen2.5-Coder-1.5B-Instruct GGUF (bench/real_model.py) over a knowledge base of 
 abstracts (the judged ones of the chosen claims plus other test abstracts), ingested from files
 as a user would. Reported:
 
-- share of on-topic answers with a valid inline citation (goal >= 90%), and the share whose
-  citations the model wrote itself (the rest were attributed by the grounding check);
+- share of on-topic answers with a valid inline citation (goal >= 90%), the share whose
+  citations the model wrote itself, and the share resting only on the app's opening quote of a
+  rewrite (the rest were attributed by the grounding check);
 - citation precision: cited abstracts that the qrels judge relevant to the claim (goal >= 0.8);
 - off-topic refusals: "not in your documents" answers to 10 general-knowledge questions (>= 90%);
 - median latency per simple question (goal <= 30 s) and model calls per question.
@@ -160,6 +161,7 @@ def run_real(args) -> int:
         row = {"qid": qid, "question": question, "seconds": round(seconds, 1), "status": done.status,
                "outcome": result.get("outcome"), "refused": bool(result.get("refused")),
                "cited": cited_docs, "model_cited": result.get("model_citations", []),
+               "cited_by": [c.get("by") for c in result.get("citations", [])],
                "relevant": sorted(relevant), "correct": [d for d in cited_docs if d in relevant],
                "model_calls": result.get("model_calls"), "topology": result.get("topology"),
                "answer": result.get("answer", ""), "reasons": result.get("outcome_reasons", []),
@@ -178,6 +180,8 @@ def run_real(args) -> int:
         "claims": len(rows), "off_topic": len(off_rows),
         "valid_inline_citation": len(cited) / max(1, len(rows)),
         "model_wrote_citation": sum(bool(r["model_cited"]) for r in rows) / max(1, len(rows)),
+        # cited only through the app's opening quote of a rewrite (responder.best_quote), nothing else
+        "app_quote_only": sum(bool(r["cited_by"]) and set(r["cited_by"]) == {"quote"} for r in rows) / max(1, len(rows)),
         "citation_precision": sum(len(r["correct"]) for r in rows) / max(1, total_cited),
         "claims_refused": sum(r["refused"] for r in rows) / max(1, len(rows)),
         "off_topic_refused": sum(r["refused"] for r in off_rows) / max(1, len(off_rows)),
