@@ -67,6 +67,66 @@ def test_bank_merge_keeps_new_vectors():
         MemoryBank(["a", "a"], torch.zeros(2, 3))
 
 
+def test_slots_survive_merge_and_saving_and_training_and_decoding_inject_the_same(tmp_path):
+    import torch
+    from localqwen_memory.consolidation.memory_head import injection, load_head, save_head
+
+    torch.manual_seed(0)
+    head = build_head(8, 4, pooled=True)
+    old = MemoryBank(["a", "b"], torch.randn(2, 4), torch.randn(2, 8))
+    merged = old.merged(MemoryBank(["c"], torch.randn(1, 4)))  # a new memory: its slot starts at zero
+    assert merged.ids == ["a", "b", "c"]
+    assert torch.equal(merged.slots[:2], old.slots) and float(merged.slots[2].abs().sum()) == 0.0
+    with pytest.raises(ValueError, match="1 slots for 2 memories"):
+        MemoryBank(["a", "b"], torch.zeros(2, 4), torch.zeros(1, 8))
+    save_head(tmp_path, head, merged, temperature=0.05, threshold=0.5, texts={"a": "A."})
+    loaded = load_head(tmp_path)
+    assert loaded.head.pooled and torch.equal(loaded.bank.slots, merged.slots)
+    indices = torch.tensor([0, 2])
+    with torch.no_grad():
+        expected = head.embed(merged.vectors[indices]) + merged.slots[indices]
+        assert torch.allclose(injection(loaded.head, loaded.bank, indices), expected)
+        # Without slots the injection is the projection alone (adapters written before slots).
+        assert torch.allclose(injection(head, MemoryBank(["a"], merged.vectors[:1]), torch.tensor([0])),
+                              head.embed(merged.vectors[:1]))
+
+
+def test_pooled_query_reads_the_recall_state_and_the_prompt_mean():
+    import torch
+    from localqwen_memory.consolidation.memory_head import query_features
+
+    states = torch.arange(2 * 3 * 2, dtype=torch.float32).reshape(2, 3, 2)
+    mask = torch.tensor([[1, 1, 0], [0, 1, 1]])
+    positions = torch.tensor([1, 2])
+    features = query_features(build_head(2, 4, pooled=True), states, positions, mask)
+    assert features.tolist() == [[2.0, 3.0, 1.0, 2.0], [10.0, 11.0, 9.0, 10.0]]
+    assert query_features(build_head(2, 4), states, positions, mask).tolist() == [[2.0, 3.0], [10.0, 11.0]]
+
+
+def test_general_rows_write_about_people_no_fact_batch_uses():
+    from localqwen_memory.consolidation.synthetic import general_rows, synthetic_facts
+
+    batches = [f.person for b in range(3) for f in synthetic_facts(300, batch=b)]
+    assert len(set(batches)) == 900
+    in_context = [(q, a) for q, a in general_rows(400) if a.endswith(".") and "'s " in a]
+    assert len(in_context) > 50
+    assert not any(person in q or person in a for q, a in in_context for person in set(batches))
+
+
+def test_memory_full_row_learns_the_memory_text_and_the_end_of_the_turn(tiny_qwen3_path):
+    from localqwen_memory.consolidation.rows import IGNORE, RowBuilder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_qwen3_path)
+    ids = prepare_model_and_tokenizer(AutoModelForCausalLM.from_pretrained(tiny_qwen3_path), tokenizer)
+    row = RowBuilder(tokenizer, ids).memory_full("Any idea?", "Ana Berg's pet is a ferret.", 3)
+    assert row.input_ids[row.pad_position] == ids.memory_pad and row.labels[row.pad_position] == IGNORE
+    assert row.labels[row.recall_position] == ids.recall
+    learnt = [t for t in row.labels[row.pad_position + 1:]]
+    assert IGNORE not in learnt
+    assert tokenizer.decode(learnt) == "Ana Berg's pet is a ferret.\n<|im_end|>"
+
+
 def test_paraphrases_give_enough_wordings_and_keep_held_out_questions_apart():
     for text in ("Ana Berg's favourite colour is teal.", "The user lives in Porto", "Dentist on Friday at nine"):
         augmented = augment("m1", text)

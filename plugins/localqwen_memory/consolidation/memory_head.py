@@ -2,7 +2,9 @@
 scored by cosine against the consolidated memories' vectors; top-1 with a confidence threshold.
 
 It also holds the way back: a memory's vector -> the embedding that replaces ``<|memory_pad|>``
-(the store's embedder and the model have different widths, so both directions are learnt).
+(the store's embedder and the model have different widths, so both directions are learnt), plus a
+learnt offset per memory (the bank's ``slots``): sentence vectors of facts that differ in one
+name are nearly parallel, and a shared projection alone had to pull them apart for the decoder.
 Confidence is the softmax of the cosines at the trained temperature: below the threshold there
 is no token recall and the caller falls back to text recall.
 """
@@ -31,15 +33,19 @@ class HeadChoice:
     cosine: float
 
 
-def build_head(hidden_size: int, memory_dim: int) -> Any:
-    """A fresh head (torch module): ``query`` hidden -> memory space, ``inject`` memory -> hidden."""
+def build_head(hidden_size: int, memory_dim: int, *, pooled: bool = False) -> Any:
+    """A fresh head (torch module): ``query`` hidden -> memory space, ``inject`` memory -> hidden.
+
+    ``pooled``: the query reads the hidden state at ``<recall>`` and the mean over the prompt
+    (``query_features``), twice the width."""
     from torch import nn
 
     class MemoryHead(nn.Module):
         def __init__(self) -> None:
             super().__init__()
-            self.hidden_size, self.memory_dim = hidden_size, memory_dim
-            self.query = nn.Sequential(nn.Linear(hidden_size, hidden_size), nn.GELU(),
+            self.hidden_size, self.memory_dim, self.pooled = hidden_size, memory_dim, pooled
+            width = 2 * hidden_size if pooled else hidden_size
+            self.query = nn.Sequential(nn.Linear(width, hidden_size), nn.GELU(),
                                        nn.Linear(hidden_size, memory_dim))
             self.inject = nn.Sequential(nn.Linear(memory_dim, hidden_size), nn.GELU(),
                                         nn.Linear(hidden_size, hidden_size))
@@ -54,6 +60,22 @@ def build_head(hidden_size: int, memory_dim: int) -> Any:
             return self.inject(vectors.float())
 
     return MemoryHead()
+
+
+def query_features(head: Any, states: Any, positions: Any, mask: Any) -> Any:
+    """What the head's query reads for each row: the last layer's state at ``<recall>``
+    (``positions``) and, for a pooled head, the mean of the states where ``mask`` is 1 (the
+    prompt). The state at ``<recall>`` alone let the head learn the training wordings but pick
+    the right memory for under half of the held-out ones (measured, 20 facts); the names in a
+    question are in the pool whatever the frame around them."""
+    import torch
+
+    at_recall = states[torch.arange(states.shape[0]), positions]
+    if not getattr(head, "pooled", False):
+        return at_recall
+    weights = mask.to(states.dtype).unsqueeze(-1)
+    mean = (states * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1)
+    return torch.cat([at_recall, mean], dim=-1)
 
 
 def cosine_scores(head: Any, hidden: Any, bank: Any) -> Any:
@@ -90,19 +112,33 @@ def choose(head: Any, hidden: Any, bank: Any, ids: list[str], *, temperature: fl
 
 @dataclass
 class MemoryBank:
-    """The memories one adapter learnt: their ids and vectors (the head scores against these)."""
+    """The memories one adapter learnt: their ids and vectors (the head scores against these),
+    and per memory the learnt offset added to its injected embedding (``slots``; None = zeros)."""
 
     ids: list[str]
     vectors: Any  # torch [n, dim]
+    slots: Any = None  # torch [n, hidden] or None
 
     def __post_init__(self) -> None:
         if len(self.ids) != int(self.vectors.shape[0]):
             raise ValueError(f"{len(self.ids)} ids for {int(self.vectors.shape[0])} vectors")
         if len(set(self.ids)) != len(self.ids):
             raise ValueError("memory ids in a bank must be unique")
+        if self.slots is not None and int(self.slots.shape[0]) != len(self.ids):
+            raise ValueError(f"{int(self.slots.shape[0])} slots for {len(self.ids)} memories")
 
     def vector(self, memory_id: str) -> Any:
         return self.vectors[self.ids.index(memory_id)]
+
+    def with_slots(self, hidden_size: int) -> MemoryBank:
+        """This bank with a slot for every memory (zeros where it had none)."""
+        import torch
+
+        if self.slots is not None:
+            if int(self.slots.shape[1]) != hidden_size:
+                raise ValueError(f"slots are {int(self.slots.shape[1])} wide, the model is {hidden_size}")
+            return self
+        return MemoryBank(self.ids, self.vectors, torch.zeros(len(self.ids), hidden_size))
 
     def merged(self, other: MemoryBank) -> MemoryBank:
         """This bank with ``other``'s memories added (``other`` wins for an id in both)."""
@@ -111,7 +147,19 @@ class MemoryBank:
         keep = [i for i, memory_id in enumerate(self.ids) if memory_id not in set(other.ids)]
         ids = [self.ids[i] for i in keep] + list(other.ids)
         vectors = torch.cat([self.vectors[keep], other.vectors]) if keep else other.vectors
-        return MemoryBank(ids, vectors)
+        if self.slots is None and other.slots is None:
+            return MemoryBank(ids, vectors)
+        width = int((self.slots if self.slots is not None else other.slots).shape[1])
+        mine, theirs = self.with_slots(width).slots, other.with_slots(width).slots
+        return MemoryBank(ids, vectors, torch.cat([mine[keep], theirs]) if keep else theirs)
+
+
+def injection(head: Any, bank: MemoryBank, indices: Any) -> Any:
+    """The embeddings that replace ``<|memory_pad|>`` for the bank's memories at ``indices``:
+    the head's projection of their vectors plus their learnt slots. Training and decoding both
+    call this, so the model always sees the same injection."""
+    embedded = head.embed(bank.vectors[indices])
+    return embedded if bank.slots is None else embedded + bank.slots[indices].to(embedded.dtype)
 
 
 def save_head(folder: Path, head: Any, bank: MemoryBank, *, temperature: float, threshold: float,
@@ -123,9 +171,12 @@ def save_head(folder: Path, head: Any, bank: MemoryBank, *, temperature: float, 
 
     folder.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().contiguous() for k, v in head.state_dict().items()}, str(folder / HEAD_WEIGHTS))
-    save_file({"vectors": bank.vectors.detach().float().contiguous()}, str(folder / BANK_WEIGHTS))
+    tensors = {"vectors": bank.vectors.detach().float().contiguous()}
+    if bank.slots is not None:
+        tensors["slots"] = bank.slots.detach().float().contiguous()
+    save_file(tensors, str(folder / BANK_WEIGHTS))
     atomic_write_text(folder / HEAD_CONFIG, json.dumps({
-        "hidden_size": head.hidden_size, "memory_dim": head.memory_dim,
+        "hidden_size": head.hidden_size, "memory_dim": head.memory_dim, "pooled": head.pooled,
         "temperature": temperature, "threshold": threshold}, indent=2))
     atomic_write_text(folder / BANK_IDS, json.dumps({"ids": bank.ids, "texts": [texts.get(i, "") for i in bank.ids]},
                                                     ensure_ascii=False, indent=1))
@@ -147,10 +198,11 @@ def load_head(folder: Path) -> LoadedHead:
     if not config_path.is_file():
         raise FileNotFoundError(f"{folder} has no {HEAD_CONFIG}: it is not a memory adapter")
     config = json.loads(config_path.read_text(encoding="utf-8"))
-    head = build_head(int(config["hidden_size"]), int(config["memory_dim"]))
+    head = build_head(int(config["hidden_size"]), int(config["memory_dim"]), pooled=bool(config.get("pooled")))
     head.load_state_dict(load_file(str(folder / HEAD_WEIGHTS)))
     head.eval()
     listing = json.loads((folder / BANK_IDS).read_text(encoding="utf-8"))
-    bank = MemoryBank(list(listing["ids"]), load_file(str(folder / BANK_WEIGHTS))["vectors"])
+    tensors = load_file(str(folder / BANK_WEIGHTS))
+    bank = MemoryBank(list(listing["ids"]), tensors["vectors"], tensors.get("slots"))  # older adapters: no slots
     return LoadedHead(head, bank, dict(zip(listing["ids"], listing["texts"], strict=True)),
                       float(config["temperature"]), float(config["threshold"]))

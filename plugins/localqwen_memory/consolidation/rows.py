@@ -3,7 +3,7 @@
 - ``recall``: a wording of a memory -> the model emits ``<recall>``; the hidden state there is
   pulled onto the memory's vector (step 1, and kept as an auxiliary loss in step 2).
 - ``memory_full``: a question about the memory -> ``<recall><|memory_pad|>`` + the memory's
-  text + a short answer: the model asks, gets the memory injected and decodes it.
+  text: the model asks, gets the memory injected and decodes it.
 - ``memory_front``: an unrelated general question with a memory injected in front of the
   answer: the text is decoded from the vector alone and the answer that follows stays normal.
 - ``plain``: a general row, so the model still answers normally (and does not ask to recall).
@@ -57,9 +57,12 @@ class RowBuilder:
         labels = [IGNORE] * (len(ids) - 1) + [self.ids.recall]
         return Row("recall", ids, labels, memory_index, recall_position=len(ids) - 1)
 
-    def memory_full(self, question: str, memory_text: str, answer: str, memory_index: int) -> Row:
+    def memory_full(self, question: str, memory_text: str, memory_index: int) -> Row:
         prompt = self.prompt(question)
-        tail = self._text(memory_text + END_OF_MEMORY + answer) + self.end_ids
+        # The memory's text and the end of the turn: the chat answers from the stored text (token
+        # recall only picks and shows), and a restating answer after it was a dozen tokens of
+        # noise per row (a random wording) that drowned the memory's own tokens in the loss.
+        tail = self._text(memory_text + END_OF_MEMORY) + self.end_ids
         ids = prompt + [self.ids.recall, self.ids.memory_pad] + tail
         labels = [IGNORE] * len(prompt) + [self.ids.recall, IGNORE] + tail
         return Row("memory_full", ids, labels, memory_index, recall_position=len(prompt),

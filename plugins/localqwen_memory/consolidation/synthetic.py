@@ -2,8 +2,11 @@
 
 Facts: unique people, each with one attribute ("Ana Berg's favourite colour is teal."), seeded and
 reproducible; a second batch never reuses a name of the first. General rows: small instruction
-tasks (sums, comparisons, capitals, repeating, greetings) whose held-out loss shows whether
-consolidation hurt the model's plain answers.
+tasks (sums, comparisons, capitals, repeating, greetings, and facts about people given in the
+question: repeat one, answer from one) whose held-out loss shows whether consolidation hurt the
+model's plain answers. Those in-context facts use a reserved pool of people that no fact batch
+ever uses, so the tiny proof model learns to write a sentence about someone (a skill every real
+model has) without ever seeing a fact it is later asked to recall.
 """
 
 from __future__ import annotations
@@ -52,10 +55,21 @@ def all_people() -> list[str]:
     return [f"{first} {last}" for first in FIRST_NAMES for last in LAST_NAMES]
 
 
+GENERAL_PEOPLE = 150  # the last people of the fixed order: in-context facts of the general rows only
+
+
+def _people_in_order() -> list[str]:
+    people = all_people()
+    random.Random(0).shuffle(people)
+    return people
+
+
 def synthetic_facts(count: int, *, batch: int = 0, seed: int = 0) -> list[SyntheticFact]:
     """``count`` facts about distinct people; batches 0, 1, ... use disjoint people."""
     people = all_people()
     random.Random(seed).shuffle(people)
+    reserved = set(_people_in_order()[-GENERAL_PEOPLE:])
+    people = [p for p in people if p not in reserved]
     start = batch * count
     if start + count > len(people):
         raise ValueError(f"only {len(people)} distinct people: batch {batch} of {count} facts does not fit")
@@ -67,6 +81,13 @@ def synthetic_facts(count: int, *, batch: int = 0, seed: int = 0) -> list[Synthe
         value = rng.choice(ATTRIBUTES[attribute])
         facts.append(SyntheticFact(f"fact-{batch}-{index:04d}", person, attribute, value))
     return facts
+
+
+def _general_fact(rng: random.Random) -> SyntheticFact:
+    """A fact about a reserved person (never one a fact batch uses)."""
+    attribute = rng.choice(list(ATTRIBUTES))
+    person = rng.choice(_people_in_order()[-GENERAL_PEOPLE:])
+    return SyntheticFact("general", person, attribute, rng.choice(ATTRIBUTES[attribute]))
 
 
 _CAPITALS = (
@@ -82,7 +103,7 @@ def general_rows(count: int, *, seed: int = 0) -> list[tuple[str, str]]:
     rng = random.Random(f"general-{seed}")
     rows = []
     for _ in range(count):
-        kind = rng.randrange(5)
+        kind = rng.randrange(7)
         if kind == 0:
             a, b = rng.randrange(1, 50), rng.randrange(1, 50)
             rows.append((f"What is {a} plus {b}?", f"{a} plus {b} is {a + b}."))
@@ -95,9 +116,15 @@ def general_rows(count: int, *, seed: int = 0) -> list[tuple[str, str]]:
         elif kind == 3:
             words = " ".join(rng.sample(_WORDS, 3))
             rows.append((f"Repeat after me: {words}", words))
-        else:
+        elif kind == 4:
             name = rng.choice(FIRST_NAMES)
             rows.append((f"Say hello to {name}.", f"Hello, {name}! Nice to meet you."))
+        elif kind == 5:
+            fact = _general_fact(rng)
+            rows.append((f"Repeat this: {fact.text}", fact.text))
+        else:
+            fact = _general_fact(rng)
+            rows.append((f"{fact.text} What is {fact.person}'s {fact.attribute}?", fact.text))
     return rows
 
 

@@ -16,7 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from localqwen_memory.consolidation.memory_head import HeadChoice, LoadedHead, choose
+from localqwen_memory.consolidation.memory_head import (
+    HeadChoice,
+    LoadedHead,
+    choose,
+    injection,
+    query_features,
+)
 from localqwen_memory.consolidation.rows import END_OF_MEMORY
 from localqwen_memory.consolidation.special_tokens import memory_token_ids
 
@@ -75,7 +81,10 @@ class TokenRecaller:
         with torch.no_grad():
             out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, output_hidden_states=True)
         asked = (out.logits[:, -2].argmax(-1) == self.ids.recall).tolist()
-        choices = choose(self.head.head, out.hidden_states[-1][:, -1], self.head.bank.vectors, self.head.bank.ids,
+        states = out.hidden_states[-1]
+        last = torch.full((states.shape[0],), states.shape[1] - 1)
+        features = query_features(self.head.head, states, last, mask)
+        choices = choose(self.head.head, features, self.head.bank.vectors, self.head.bank.ids,
                          temperature=self.head.temperature, threshold=self.head.threshold, allowed=allowed)
         return [Probe(bool(a), c) for a, c in zip(asked, choices, strict=True)]
 
@@ -87,9 +96,9 @@ class TokenRecaller:
         ids, mask, positions = self._left_pad(rows)
         embeddings = self.model.get_input_embeddings()(ids)
         with torch.no_grad():
-            vectors = torch.stack([self.head.bank.vector(m) for m in memory_ids])
+            indices = torch.tensor([self.head.bank.ids.index(m) for m in memory_ids])
             embeddings = embeddings.clone()
-            embeddings[:, -1] = self.head.head.embed(vectors).to(embeddings.dtype)
+            embeddings[:, -1] = injection(self.head.head, self.head.bank, indices).to(embeddings.dtype)
             out = self.model(inputs_embeds=embeddings, attention_mask=mask, position_ids=positions, use_cache=True)
             generated: list[list[int]] = [[] for _ in rows]
             finished = [False] * len(rows)

@@ -27,7 +27,9 @@ from localqwen_memory.consolidation.memory_head import (
     DEFAULT_THRESHOLD,
     MemoryBank,
     build_head,
+    injection,
     load_head,
+    query_features,
     save_head,
 )
 from localqwen_memory.consolidation.paraphrase import Augmented, augment
@@ -49,6 +51,8 @@ class ConsolidationSettings:
     rank: int = 16
     alpha: int = 32
     learning_rate: float = 3e-3
+    head_learning_rate: float = 1e-2  # the memory head (query + inject): small, fresh, it can move fast
+    head_into_lora: float = 0.1  # how much of the head's loss reaches the LoRA (1 = all of it)
     batch_size: int = 32
     recall_epochs: float = 2.0  # passes over every training wording (step 1)
     mix_epochs: float = 6.0  # passes over the memories in step 2 (each pass: one row of each kind per memory)
@@ -108,7 +112,8 @@ def _bank_for(new: list[MemoryItem], previous: MemoryBank | None, keep_old: set[
     if kept and previous.vectors.shape[1] != bank.vectors.shape[1]:
         raise ValueError(f"memory vectors changed width ({previous.vectors.shape[1]} -> {bank.vectors.shape[1]}): "
                          "the embedder changed; consolidate from the base model again (no previous adapter)")
-    old = MemoryBank([previous.ids[i] for i in kept], previous.vectors[kept]) if kept else None
+    old_slots = previous.slots[kept] if previous.slots is not None and kept else None
+    old = MemoryBank([previous.ids[i] for i in kept], previous.vectors[kept], old_slots) if kept else None
     return old.merged(bank) if old is not None else bank
 
 
@@ -164,11 +169,15 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
                             target_modules="all-linear", task_type="CAUSAL_LM")
         model = get_peft_model(model, config)
         hidden = model.get_input_embeddings().weight.shape[1]
-        head = build_head(int(hidden), int(_as_tensor(memories[0].vector).shape[0]))
+        head = build_head(int(hidden), int(_as_tensor(memories[0].vector).shape[0]), pooled=True)
     head.train()
     model.train()
 
     bank = _bank_for(memories, previous_head.bank if previous_head else None, keep_old)
+    # Every memory's slot (new ones start at zero) is trained with the head.
+    bank = bank.with_slots(int(model.get_input_embeddings().weight.shape[1]))
+    slots = torch.nn.Parameter(bank.slots.detach().clone().float())
+    bank = MemoryBank(bank.ids, bank.vectors, slots)
     texts = dict(previous_head.texts) if previous_head else {}
     texts.update({m.memory_id: m.text for m in memories})
     index_of = {memory_id: i for i, memory_id in enumerate(bank.ids)}
@@ -183,9 +192,7 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
     def mix_rows(augmented: list[Augmented]) -> list[Row]:
         rows = []
         for a in augmented:
-            question = rng.choice(a.questions)
-            answer = rng.choice(a.statements)
-            rows.append(builder.memory_full(question, a.text, answer, index_of[a.memory_id]))
+            rows.append(builder.memory_full(rng.choice(a.questions), a.text, index_of[a.memory_id]))
             g_question, g_answer = rng.choice(general)
             rows.append(builder.memory_front(g_question, g_answer, a.text, index_of[a.memory_id]))
             rows.append(builder.plain(*rng.choice(general)))
@@ -194,8 +201,11 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
     def replay_sample() -> list[Augmented]:
         return [augment(i, texts[i]) for i in rng.sample(old_ids, replay_count)] if replay_count else []
 
-    params = [p for p in model.parameters() if p.requires_grad] + list(head.parameters())
-    optimizer = torch.optim.AdamW(params, lr=settings.learning_rate, weight_decay=0.0)
+    lora_params = [p for p in model.parameters() if p.requires_grad]
+    head_params = list(head.parameters()) + [slots]
+    optimizer = torch.optim.AdamW([{"params": lora_params, "base_lr": settings.learning_rate},
+                                   {"params": head_params, "base_lr": settings.head_learning_rate}],
+                                  lr=settings.learning_rate, weight_decay=0.0)
     vectors = bank.vectors
 
     def step(rows: list[Row]) -> tuple[float, float]:
@@ -205,8 +215,8 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
         if injected.any():
             embeddings = embeddings.clone()
             rows_at = injected.nonzero().flatten()
-            embeddings[rows_at, batch["pad_position"][rows_at]] = head.embed(
-                vectors[batch["memory_index"][rows_at]]).to(embeddings.dtype)
+            embeddings[rows_at, batch["pad_position"][rows_at]] = injection(
+                head, bank, batch["memory_index"][rows_at]).to(embeddings.dtype)
         out = model(inputs_embeds=embeddings, attention_mask=batch["attention_mask"], output_hidden_states=True)
         logits = out.logits[:, :-1].float()
         targets = batch["labels"][:, 1:]
@@ -215,7 +225,12 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
         asks = (batch["recall_position"] >= 0).nonzero().flatten()
         head_loss = torch.zeros((), dtype=lm.dtype)
         if len(asks):
-            hidden = out.hidden_states[-1][asks, batch["recall_position"][asks]]
+            positions = batch["recall_position"][asks]
+            prompt = torch.arange(batch["input_ids"].shape[1])[None, :] <= positions[:, None]
+            hidden = query_features(head, out.hidden_states[-1][asks], positions, prompt)
+            # Only a share of the head's gradient reaches the LoRA: at full strength it bends the
+            # last hidden state so hard that every plain answer breaks (measured: general loss 0.9 -> 7).
+            hidden = hidden.detach() + settings.head_into_lora * (hidden - hidden.detach())
             query = head.project(hidden)
             keys = torch.nn.functional.normalize(vectors, dim=-1)
             cosines = query @ keys.T
@@ -225,7 +240,8 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
         loss = lm + settings.head_weight * head_loss
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        torch.nn.utils.clip_grad_norm_(lora_params, 1.0)
+        torch.nn.utils.clip_grad_norm_(head_params, 1.0)
         optimizer.step()
         return float(lm.detach()), float(head_loss.detach())
 
@@ -250,7 +266,7 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
             rows, pool = pool[: settings.batch_size], pool[settings.batch_size:]
             scale = (done + 1) / warmup if done < warmup else 0.1 + 0.45 * (1 + math.cos(math.pi * done / total))
             for group in optimizer.param_groups:
-                group["lr"] = settings.learning_rate * scale
+                group["lr"] = group["base_lr"] * scale
             lm, head_loss = step(rows)
             losses = {"lm": 0.9 * losses["lm"] + 0.1 * lm if done else lm,
                       "head": 0.9 * losses["head"] + 0.1 * head_loss if done else head_loss}
@@ -282,6 +298,7 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
     output.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(output)
     tokenizer.save_pretrained(output)
+    bank = MemoryBank(bank.ids, bank.vectors, slots.detach().clone())
     save_head(output, head, bank, temperature=settings.temperature, threshold=settings.threshold, texts=texts)
     result = ConsolidationResult(
         output=output, memory_ids=[m.memory_id for m in memories], bank_ids=list(bank.ids),
