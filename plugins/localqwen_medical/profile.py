@@ -273,14 +273,28 @@ def _fill_gaps(model: TurnFacts, rules: TurnFacts) -> TurnFacts:
     return merged
 
 
+def worth_reading_with_model(text: str, rules: TurnFacts) -> bool:
+    """Whether a turn could state something about the patient that the model should read: the
+    rules found a fact, or it has a medical cue word (a drug, a symptom, "allergic", "pregnant"),
+    a number (an age, a dose), or is long. "Hello" or "thanks" is none of these, and the model's
+    256-token extraction (10-30 s on a CPU) would run before the greeting is answered."""
+    if not rules.empty():
+        return True
+    from localqwen_medical.router import medical_cues
+
+    words = re.findall(r"\w+", text)
+    return bool(medical_cues(text)) or bool(re.search(r"\d", text)) or len(words) > 25 or len(text) > 80
+
+
 def update_from_turn(profile: Profile, text: str, turn: int, engine: Any = None) -> TurnFacts:
     """Read one user turn into ``profile`` (in place); returns the facts it found.
 
-    With an engine the model extracts (JSON prompt); a reply that is not usable JSON, or a model
-    that fails, falls back to the rules alone."""
+    With an engine the model extracts (JSON prompt) when the turn is worth it
+    (``worth_reading_with_model``); a reply that is not usable JSON, or a model that fails, falls
+    back to the rules alone."""
     rules = extract_patterns(text)
     facts, source = rules, "pattern"
-    if engine is not None:
+    if engine is not None and worth_reading_with_model(text, rules):
         from localqwen.plugin_api import Cancelled
 
         try:

@@ -147,6 +147,14 @@ def test_a_real_model_extracts_and_the_rules_fill_its_gaps(tmp_path, tiny_qwen3_
     # codeine and the age came from the model (no rule reads "gives me hives"); warfarin from the rules.
     assert profile.values("allergies") == ["codeine"] and profile.age.value == 40
     assert profile.values("medications") == ["warfarin"] and profile.allergies[0].source == "model"
+    # A greeting states nothing about the patient: the model is not asked (it would cost a 256-token
+    # generation before the greeting is answered); a turn with a cue word is read by the model.
+    with TransformersEngine(taught) as engine:
+        for greeting in ("Hello!", "thanks a lot", "你好"):
+            update_from_turn(profile, greeting, 2, engine=engine)
+            assert engine.last_result is None, greeting
+        update_from_turn(profile, "I also take aspirin.", 3, engine=engine)
+        assert engine.last_result is not None
 
     with TransformersEngine(tiny_qwen3_path) as untrained:  # random weights: no JSON, the rules take over
         fallback = Profile()
