@@ -91,15 +91,22 @@ def test_slots_survive_merge_and_saving_and_training_and_decoding_inject_the_sam
                               head.embed(merged.vectors[:1]))
 
 
-def test_pooled_query_reads_the_recall_state_and_the_prompt_mean():
+def test_pooled_query_reads_attention_pools_of_the_prompt_tokens():
     import torch
-    from localqwen_memory.consolidation.memory_head import query_features
+    from localqwen_memory.consolidation.memory_head import POOL_HEADS, query_features
 
     states = torch.arange(2 * 3 * 2, dtype=torch.float32).reshape(2, 3, 2)
+    tokens = -states
     mask = torch.tensor([[1, 1, 0], [0, 1, 1]])
     positions = torch.tensor([1, 2])
-    features = query_features(build_head(2, 4, pooled=True), states, positions, mask)
-    assert features.tolist() == [[2.0, 3.0, 1.0, 2.0], [10.0, 11.0, 9.0, 10.0]]
+    head = build_head(2, 4, pooled=True)
+    with torch.no_grad():  # equal pooling scores: every pool is the plain mean of the masked positions
+        head.pool.weight.zero_()
+        head.pool.bias.zero_()
+        features = query_features(head, states, positions, mask, tokens)
+        assert features.tolist() == [[-1.0, -2.0] * POOL_HEADS, [-9.0, -10.0] * POOL_HEADS]
+        head.pool.weight[0] = torch.tensor([0.0, 100.0])  # pool 0: all weight on the largest masked token
+        assert query_features(head, states, positions, mask, tokens)[:, :2].tolist() == [[0.0, -1.0], [-8.0, -9.0]]
     assert query_features(build_head(2, 4), states, positions, mask).tolist() == [[2.0, 3.0], [10.0, 11.0]]
 
 

@@ -83,7 +83,7 @@ class TokenRecaller:
         asked = (out.logits[:, -2].argmax(-1) == self.ids.recall).tolist()
         states = out.hidden_states[-1]
         last = torch.full((states.shape[0],), states.shape[1] - 1)
-        features = query_features(self.head.head, states, last, mask)
+        features = query_features(self.head.head, states, last, mask, out.hidden_states[0])
         choices = choose(self.head.head, features, self.head.bank.vectors, self.head.bank.ids,
                          temperature=self.head.temperature, threshold=self.head.threshold, allowed=allowed)
         return [Probe(bool(a), c) for a, c in zip(asked, choices, strict=True)]

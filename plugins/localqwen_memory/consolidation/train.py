@@ -227,7 +227,7 @@ def consolidate(base_model: str | Path, memories: list[MemoryItem], output: str 
         if len(asks):
             positions = batch["recall_position"][asks]
             prompt = torch.arange(batch["input_ids"].shape[1])[None, :] <= positions[:, None]
-            hidden = query_features(head, out.hidden_states[-1][asks], positions, prompt)
+            hidden = query_features(head, out.hidden_states[-1][asks], positions, prompt, out.hidden_states[0][asks])
             # Only a share of the head's gradient reaches the LoRA: at full strength it bends the
             # last hidden state so hard that every plain answer breaks (measured: general loss 0.9 -> 7).
             hidden = hidden.detach() + settings.head_into_lora * (hidden - hidden.detach())
