@@ -13,7 +13,9 @@ from localqwen.plugin_api import events as ev
 from localqwen.training.config import load_job_config
 from localqwen.training.event_log import read_progress
 
-STEPS = 30
+# Enough steps that the cancel, sent as soon as the first loss is relayed, lands well before the end:
+# at ~0.02 s a step (one thread, below) the relay has ~2 s; the resumed run's ~98 steps take as long.
+STEPS = 100
 
 
 def _prepare_wizard(bench, tmp_path, model) -> Path:
@@ -37,7 +39,10 @@ def _loss_metrics(events):
     return [e for e in events if isinstance(e, ev.Metric) and "loss" in e.values]
 
 
-def test_trainer_run_cancel_and_resume_go_through_the_job_engine(tmp_path, tiny_qwen3_path):
+def test_trainer_run_cancel_and_resume_go_through_the_job_engine(tmp_path, tiny_qwen3_path, monkeypatch):
+    # The training process inherits this: one thread steps the tiny model ~50x faster than two
+    # competing for the cores with this process (measured: ~0.02 s against ~0.4-1.8 s a step).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     bench = Workbench.create()
     jobs = bench.services.jobs
     output = _prepare_wizard(bench, tmp_path, tiny_qwen3_path)
