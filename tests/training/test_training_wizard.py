@@ -22,7 +22,10 @@ def _rows(n):
                           {"role": "assistant", "content": ["zero", "one", "two"][i % 3]}]} for i in range(n)]
 
 
-def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_path, tiny_qwen3_path):
+def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_path, tiny_qwen3_path, monkeypatch):
+    # The run step's training process inherits this: one thread steps the tiny model far faster
+    # than two competing with this process for the cores (see test_training_jobs).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     bench = Workbench.create()
     data = tmp_path / "train.jsonl"
     rows = _rows(40)
