@@ -55,7 +55,10 @@ class ConsolidationSettings:
     head_into_lora: float = 0.1  # how much of the head's loss reaches the LoRA (1 = all of it)
     batch_size: int = 32
     recall_epochs: float = 2.0  # passes over every training wording (step 1)
-    mix_epochs: float = 6.0  # passes over the memories in step 2 (each pass: one row of each kind per memory)
+    # Passes over the memories in step 2 (each pass: one row of each kind per memory). 18 is what
+    # 300 facts fit into 10 minutes on the tiny proof model; 20 facts needed 120 to be reproduced
+    # exactly (bench_memory_consolidation.py --quick).
+    mix_epochs: float = 18.0
     replay: float = 0.5  # old memories replayed per new one (fraction of the step-2 and step-1 rows)
     head_weight: float = 1.0
     temperature: float = DEFAULT_TEMPERATURE
