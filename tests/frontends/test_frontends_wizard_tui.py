@@ -37,6 +37,9 @@ async def readme_picture(app, pilot, name: str) -> None:
 def app(monkeypatch):
     monkeypatch.setenv("LANG", "en_US.UTF-8")
     monkeypatch.setenv("LOCALQWEN_PLUGINS", "trainer")  # the others would only slow the home screen
+    # The run step's training process inherits this: one thread steps the tiny model far faster
+    # than two competing with this process for the cores (see tests/training/test_training_jobs.py).
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
     return LocalQwenApp(Workbench.create())
 
 
