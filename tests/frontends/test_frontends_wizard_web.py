@@ -138,7 +138,10 @@ def test_the_web_wizard_steps_keep_the_name_offer_lists_and_show_the_estimate(we
 def trainer_web(tmp_path_factory):
     """`localqwen web` with the trainer plugin, as a user starts it."""
     home = tmp_path_factory.mktemp("wizard_web_home")
-    with served_web({"LOCALQWEN_HOME": str(home), "LOCALQWEN_PLUGINS": "trainer"}, base_port=17960) as view:
+    # OMP_NUM_THREADS=1: the training process the page starts inherits it; one thread steps the tiny
+    # model far faster than two competing for the cores (see tests/training/test_training_jobs.py).
+    with served_web({"LOCALQWEN_HOME": str(home), "LOCALQWEN_PLUGINS": "trainer", "OMP_NUM_THREADS": "1"},
+                    base_port=17960) as view:
         yield view.url
 
 
