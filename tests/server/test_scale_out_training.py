@@ -96,8 +96,24 @@ def accelerate_launch(config: Path, *extra: str) -> list[str]:
 
 
 def test_two_cpu_processes_train_like_one(tmp_path, tiny_qwen3_path, extender_installed):
+    import torch
+    from lq_extending_plugin import build_tiny_qa
+
+    from localqwen.training.config import load_job_config
+    from localqwen.training.data_sources import DataSource
+    from localqwen.training.runner import run_job
+
+    # The single-process reference runs in this process (the code `localqwen train` runs, without
+    # another interpreter start: ~10 s); the two-process runs below go through the plugin's source.
     single = job(tmp_path, tiny_qwen3_path, "single", accumulation=2, steps=6)
-    run([sys.executable, "-m", "localqwen.cli.main", "train", str(single)])
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as each rank below: two threads step a tiny model slower, not faster
+    try:
+        done = run_job(load_job_config(single), data_sources={
+            "tiny-qa": DataSource("tiny-qa", "Tiny number words", build_tiny_qa, "extender")})
+    finally:
+        torch.set_num_threads(threads)
+    assert done.status == "ok", done.summary
     one = losses(tmp_path / "single")
 
     first_half = job(tmp_path, tiny_qwen3_path, "ddp", accumulation=1, steps=3)
