@@ -45,8 +45,10 @@ def start_web(env: dict[str, str], *args: str, base_port: int, exact_port: bool 
     from localqwen.web.server import choose_port
 
     port = base_port if exact_port else choose_port("127.0.0.1", base_port)
+    # One torch thread (unless ``env`` says otherwise): a tiny model on two threads competing with
+    # this process and Chromium for 2 cores ran 20-90x slower a step (tests/training/test_training_jobs.py).
     process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port), *args],
-                               env={**os.environ, "LANG": "en_US.UTF-8", **env}, cwd=ROOT,
+                               env={**os.environ, "LANG": "en_US.UTF-8", "OMP_NUM_THREADS": "1", **env}, cwd=ROOT,
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert process.stdout is not None
     lines: list[str] = []
