@@ -6,8 +6,6 @@ translated, and the Jobs help in web words."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -30,10 +28,14 @@ def served(tmp_path_factory, tiny_qwen3_path):
             os.symlink(file.resolve(), snapshot / file.name)
     env = {"LOCALQWEN_HOME": str(home), "LOCALQWEN_PLUGINS": "chat,rag", "HF_HUB_CACHE": str(cache),
            "MODELSCOPE_CACHE": str(home / "ms")}
-    # A knowledge base made before the page is built: the forms must offer it.
-    subprocess.run([sys.executable, "-c", "from localqwen.app import Workbench; "
-                    "Workbench.create().services.retrieval.create('notes')"], env={**os.environ, **env},
-                   check=True, timeout=120)
+    # A knowledge base made before the page is built: the forms must offer it. Made in this process
+    # (the server reads it from the home folder), not in another interpreter: ~13 CPU-s less.
+    from localqwen.app import Workbench
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOCALQWEN_HOME", str(home))
+        patch.setenv("LOCALQWEN_PLUGINS", env["LOCALQWEN_PLUGINS"])
+        Workbench.create().services.retrieval.create("notes")
     with served_web(env, base_port=18960) as view:
         yield {"url": view.url, "home": home, "snapshot": snapshot}
 
