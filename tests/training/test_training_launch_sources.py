@@ -88,7 +88,8 @@ def test_under_accelerate_each_rank_trains_and_only_rank_0_speaks(tmp_path, monk
                                "training": {"max_steps": 1, "batch_size": 4}, "tracking": {"swanlab": "off"}})
     config_file = save_job_config(config, tmp_path / "job.toml")
     # A rank other than 0 (RANK=1; no LOCAL_RANK here, so no process group is formed) trains silently.
-    env = {key: value for key, value in os.environ.items() if key != "LOCAL_RANK"} | {"RANK": "1"}
+    env = {key: value for key, value in os.environ.items() if key != "LOCAL_RANK"} | {"RANK": "1",
+                                                                                        "OMP_NUM_THREADS": "1"}
     ran = subprocess.run([sys.executable, "-m", "localqwen.cli.main", "train", str(config_file), "--json"],
                          capture_output=True, text=True, env=env, timeout=300)
     assert ran.returncode == 0, ran.stderr[-2000:]
