@@ -79,7 +79,9 @@ class _Child:
     def __init__(self, args: list[str]) -> None:
         self.process = subprocess.Popen([sys.executable, "-c", *args], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True,
-                                        env=dict(os.environ, PYTHONPATH=str(REPO)))
+                                        # one torch thread each: two children on 2 threads each
+                                        # would fight over 2 cores
+                                        env=dict(os.environ, PYTHONPATH=str(REPO), OMP_NUM_THREADS="1"))
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
