@@ -18,7 +18,14 @@ from localqwen.plugin_api import events as ev
 from localqwen.plugin_api.chat import plain_history
 from localqwen_memory.extraction import BackgroundExtractor, Extractor, Turn
 from localqwen_memory.prompts import Prompts
-from localqwen_memory.recall import TOKEN_PATH, Recall, memory_date, text_recall, text_recall_prompt
+from localqwen_memory.recall import (
+    TOKEN_PATH,
+    Recall,
+    memory_date,
+    rank_memories,
+    text_recall,
+    text_recall_prompt,
+)
 from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
 from localqwen_memory.updates import forget_by_id, forget_matching, forget_request
 
@@ -143,7 +150,7 @@ def command(text: str, request: ChatRequest, store: MemoryStore, settings: Memor
         yield memories_table(memories, f"Memories of {persona} (newest first, up to 50)")
         yield ev.Done(summary=f"{len(memories)} memories", result={"memories": [m.id for m in memories]})
     elif name == "search" and rest:
-        hits = store.search(rest, persona, k=10)
+        hits = rank_memories(store, rest, persona, k=10)  # the order recall itself would pick them in
         yield hits_table(hits, f"Memories matching: {rest}")
         yield ev.Done(summary=f"{len(hits)} result(s)", result={"memories": [h.memory.id for h in hits]})
     elif name == "forget" and rest.lstrip("#").isdigit():

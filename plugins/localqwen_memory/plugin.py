@@ -194,10 +194,12 @@ class Memory(Plugin):
 
     @action(form=SearchForm, title="Search memories")
     def search(self, form: SearchForm, ctx: Context) -> Iterator[Any]:
-        """Hybrid search (BM25 + vectors) over the persona's facts and raw turns."""
+        """Hybrid search (BM25 + vectors) over the persona's facts and raw turns, ranked as the chat's
+        text recall ranks them (``recall.rank_memories``), so a search shows what recall would pick."""
         from localqwen_memory.chat import hits_table
+        from localqwen_memory.recall import rank_memories
 
-        hits = self._store(ctx).search(form.query, form.persona, k=form.k)
+        hits = rank_memories(self._store(ctx), form.query, form.persona, k=form.k)
         yield hits_table(hits, f"Memories matching: {form.query}")
         yield ev.Done(summary=f"{len(hits)} result(s)", result={"hits": [
             {"id": h.memory.id, "score": h.score, "text": h.memory.statement, "kind": h.memory.kind} for h in hits]})
