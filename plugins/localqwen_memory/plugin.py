@@ -79,11 +79,13 @@ class ImportForm(Form):
 
 
 class EvaluateForm(Form):
-    suite: Literal["locomo", "updates"] = field("locomo", label="Suite")
+    suite: Literal["locomo", "updates", "consolidation"] = field("locomo", label="Suite")
     data: str = field("", label="LoCoMo file", help="Empty = ../shared/data/locomo/locomo10.json from the repository")
     conversations: int = field(0, label="Conversations", ge=0, help="LoCoMo: evaluate only the first N (0 = all)")
     mode: Literal["hybrid", "bm25"] = field("hybrid", label="Retrieval", advanced=True,
                                             help="LoCoMo: hybrid = BM25 + MiniLM vectors")
+    facts: int = field(300, label="Facts per batch", ge=2, le=2000, advanced=True,
+                       help="consolidation: synthetic facts per batch of the proof (300: about 25 minutes here)")
 
 
 class Memory(Plugin):
@@ -259,9 +261,12 @@ class Memory(Plugin):
 
     @action(form=EvaluateForm, title="Evaluate")
     def evaluate(self, form: EvaluateForm, ctx: Context) -> Iterator[Any]:
-        """Run an evaluation suite: locomo (evidence recall) or updates (contradictions, forget)."""
+        """Run an evaluation suite: locomo (evidence recall), updates (contradictions, forget) or
+        consolidation (token recall after consolidating synthetic facts into a tiny model)."""
         if form.suite == "locomo":
             from localqwen_memory.locomo_eval import run_suite
+        elif form.suite == "consolidation":
+            from localqwen_memory.consolidation.consolidation_eval import run_suite
         else:
             from localqwen_memory.updates_eval import run_suite
         yield from run_suite(ctx, form)

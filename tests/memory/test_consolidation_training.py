@@ -160,3 +160,33 @@ def test_consolidate_action_runs_as_a_job_without_forgotten_memories(tmp_path, t
     else:
         assert recall.title == "recall: text" and "token recall not used: " in recall.detail
     assert bench.host.get("memory")._background().wait(300)
+
+
+def test_evaluate_suite_consolidation_runs_the_proof_from_the_cli():
+    """`localqwen run memory evaluate --suite consolidation`: the proof's lines stream as it goes and
+    the Done carries the report with each goal's verdict. The proof model is pre-built here with
+    10 pretraining steps instead of 300 (the suite reuses a built one), so this checks the wiring,
+    not the numbers (the bench has those)."""
+    from localqwen_memory.consolidation.consolidation_eval import build_proof_model
+    from typer.testing import CliRunner
+
+    from localqwen.app import Workbench
+    from localqwen.cli.main import app
+
+    outputs = Workbench.create().context("memory").outputs_dir
+    build_proof_model(outputs / "consolidation-proof" / "base", pretrain_steps=10, log=lambda line: None)
+    result = CliRunner().invoke(app, ["run", "memory", "evaluate", "--suite", "consolidation", "--facts", "2",
+                                      "--json"])
+    assert result.exit_code == 0, result.output[-2000:]
+    # stdout alone: stderr carries the model loader's progress bars, which end without a newline
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    logs = [e["message"] for e in events if e["kind"] == "log"]
+    assert any(line.startswith("batch 1: ") for line in logs) and any("after batch 2" in line for line in logs), logs
+    table = next(e for e in events if e["kind"] == "table")
+    assert table["title"] == "Consolidation proof" and {row[1] for row in table["rows"]} <= {"met", "missed"}
+    done = events[-1]
+    assert done["kind"] == "done" and done["status"] == "ok"
+    report = done["result"]
+    assert report["facts_per_batch"] == 2 and set(report["ok"]) >= {"picked_>=95%", "exact_>=90%",
+                                                                     "batch_1_kept_>=85%", "swapped_without_restart"}
+    assert report["swap"]["same_engine"] is True

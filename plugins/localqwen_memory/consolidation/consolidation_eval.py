@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,5 +222,49 @@ def _verdict(report: dict[str, Any]) -> dict[str, bool]:
     return verdict
 
 
+def run_suite(ctx: Any, form: Any) -> Iterator[Any]:
+    """``evaluate --suite consolidation``: the proof above, with its log lines as progress.
+
+    The proof runs in a worker thread (it reports through a callback) while this generator relays
+    each line as it comes; the tiny model and adapters stay in ``<outputs>/consolidation-proof``, so
+    a second run reuses the pretrained base."""
+    import queue
+    import threading
+
+    from localqwen.plugin_api import events as ev
+
+    lines: queue.Queue[tuple[str, Any]] = queue.Queue()
+    work = ctx.outputs_dir / "consolidation-proof"
+    settings = ConsolidationSettings(threads=1)
+
+    def work_through() -> None:
+        try:
+            report = run_proof(work, facts=form.facts, settings=settings, log=lambda line: lines.put(("log", line)))
+            lines.put(("done", report))
+        except Exception as exc:  # the relay must end; the error is shown, not swallowed
+            lines.put(("error", exc))
+
+    yield ev.Log(message=f"consolidation proof: {form.facts} facts per batch, two batches, in {work}")
+    worker = threading.Thread(target=work_through, name="consolidation-proof", daemon=True)
+    worker.start()
+    while True:
+        kind, value = lines.get()
+        if kind == "log":
+            yield ev.Log(message=str(value))
+        elif kind == "error":
+            yield ev.Error(message=f"the consolidation proof failed: {value}")
+            yield ev.Done(status="failed", summary=str(value))
+            return
+        else:
+            report = value
+            break
+    rows = [[name, "met" if ok else "missed"] for name, ok in report["ok"].items()]
+    yield ev.Table(title="Consolidation proof", columns=["goal", "result"], rows=rows)
+    first = report["batch_1"]
+    yield ev.Done(status="ok", summary=f"picked {first['picked']:.1%}, exact {first['exact']:.1%}, general loss "
+                                       f"{report['general_loss']['rise']:+.1%}, {report['consolidation_1_s']:.0f} s",
+                  result=report)
+
+
 __all__ = ["PROOF_MODEL", "RecallScores", "build_proof_model", "general_loss", "load_consolidated", "run_proof",
-           "score_recall"]
+           "run_suite", "score_recall"]
