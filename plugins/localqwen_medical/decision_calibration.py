@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,12 @@ def load_calibrations(path: Path | None = None) -> dict[str, Calibration]:
     path = path or CALIBRATION_FILE
     if not path.is_file():
         return {}
+    # decide() asks for every question: the file is read again only when it changed (a new fit).
+    return _read_calibrations(path, path.stat().st_mtime_ns)
+
+
+@lru_cache(maxsize=8)
+def _read_calibrations(path: Path, modified_ns: int) -> dict[str, Calibration]:
     try:
         data = json.loads(path.read_text("utf-8"))
         return {model_key(name): Calibration(**{**entry, "model": name}) for name, entry in data["models"].items()}
