@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from localqwen_medical.profile_patterns import TurnFacts, canonical, extract_patterns
+from localqwen_medical.router import medical_cues
 
 if TYPE_CHECKING:
     from localqwen_medical.case import Patient
@@ -280,8 +281,6 @@ def worth_reading_with_model(text: str, rules: TurnFacts) -> bool:
     256-token extraction (10-30 s on a CPU) would run before the greeting is answered."""
     if not rules.empty():
         return True
-    from localqwen_medical.router import medical_cues
-
     words = re.findall(r"\w+", text)
     return bool(medical_cues(text)) or bool(re.search(r"\d", text)) or len(words) > 25 or len(text) > 80
 
