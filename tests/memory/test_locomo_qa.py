@@ -1,0 +1,74 @@
+"""The pure parts of the real-model LoCoMo QA bench (bench/bench_memory_real.py): no model here."""
+
+from __future__ import annotations
+
+import pytest
+from localqwen_memory.locomo_qa import (
+    choose_questions,
+    locomo_f1,
+    normalize_answer,
+    session_time,
+    tail_cut,
+    token_f1,
+    transcript_lines,
+)
+
+
+def test_normalisation_drops_case_punctuation_commas_and_articles():
+    assert normalize_answer("The Pottery-class, and a Dog!") == "potteryclass dog"
+    assert normalize_answer(2022) == "2022"
+
+
+def test_token_f1_counts_shared_tokens():
+    assert token_f1("7 May 2023", "7 May, 2023") == 1.0
+    assert token_f1("2023-05-07", "7 May 2023") == 0.0
+    # 2 shared of 3 predicted and 2 gold tokens: precision 2/3, recall 1
+    assert token_f1("in May 2023", "May 2023") == pytest.approx(0.8)
+    assert token_f1("", "Paris") == 0.0
+
+
+def test_locomo_categories_score_as_the_paper_does():
+    # multi-hop: each gold item takes its best predicted item, averaged over the gold items
+    assert locomo_f1("painting, pottery", "pottery, painting, hiking", 1) == pytest.approx(2 / 3)
+    # open-domain: only the gold answer's part before ";" counts
+    assert locomo_f1("likely yes", "Likely yes; she likes it", 3) == 1.0
+    assert locomo_f1("single", "Single", 4) == 1.0
+    with pytest.raises(ValueError, match="categories 1-4"):
+        locomo_f1("x", "y", 5)
+
+
+def _sample(sample_id: str, categories: list[int]) -> dict:
+    return {"sample_id": sample_id, "qa": [{"question": f"q{i}", "answer": i, "category": c}
+                                           for i, c in enumerate(categories)]}
+
+
+def test_the_subset_is_seeded_grouped_by_conversation_and_leaves_category_5_out():
+    samples = [_sample("a", [1, 2, 5, 3, 4, 5, 4]), _sample("b", [4, 5, 2, 1])]
+    first = choose_questions(samples, 6, seed=3)
+    assert [q["id"] for q in first] == [q["id"] for q in choose_questions(samples, 6, seed=3)]
+    assert all(q["category"] != 5 for q in first)
+    assert [(q["conversation"], q["index"]) for q in first] == sorted((q["conversation"], q["index"]) for q in first)
+    assert all(isinstance(q["answer"], str) for q in first)
+    with pytest.raises(ValueError, match="only 8"):
+        choose_questions(samples, 10, seed=3)
+
+
+def test_tail_cut_keeps_the_last_whole_lines_within_the_budget():
+    words = lambda text: len(text.split())  # noqa: E731 - a tokenizer stand-in: one token a word
+    lines = ["one two three", "four five", "six", "seven eight nine ten"]
+    text, tokens = tail_cut(lines, words, 6)
+    assert text == "six\nseven eight nine ten" and tokens == 5
+    assert tail_cut(lines, words, 100) == ("\n".join(lines), 10)
+    assert tail_cut(lines, words, 2) == ("", 0)  # even the last line is over
+    with pytest.raises(ValueError, match="positive"):
+        tail_cut(lines, words, 0)
+
+
+def test_transcript_dates_each_session():
+    turns = [{"session": 1, "date": "1:56 pm on 8 May, 2023", "speaker": "Ann", "text": "hi"},
+             {"session": 1, "date": "1:56 pm on 8 May, 2023", "speaker": "Bo", "text": "hello"},
+             {"session": 2, "date": "1:14 pm on 25 May, 2023", "speaker": "Ann", "text": "back"}]
+    assert transcript_lines(turns) == ["[Session 1, 1:56 pm on 8 May, 2023]", "Ann: hi", "Bo: hello",
+                                       "[Session 2, 1:14 pm on 25 May, 2023]", "Ann: back"]
+    assert session_time("1:56 pm on 8 May, 2023") is not None
+    assert session_time("sometime") is None
