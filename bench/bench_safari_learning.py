@@ -294,6 +294,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
           f"{args.seeds} per kind), evaluation {report['evaluation_seconds']:.0f} s:")
     for run in runs:
         print(_row(run))
+    print("\nagreement by what the expert's decision rested on (share of turns):")
+    for run in runs:
+        split = run.get("agreement_by_situation") or {}
+        print(f"  {run['policy']:<24} {run['kind']:<9} " + "  ".join(
+            f"{name} {part['agreement']:.1%} ({part['share']:.0%})" for name, part in split.items()))
     print("\ngoals:")
     for name, check in report["goals"].items():
         print(f"  {name:<32} {check['value']!s:<8} goal {check['goal']!s:<40} {'met' if check['met'] else 'MISSED'}")

@@ -4,14 +4,32 @@ calls, agreement with the expert on the same states, Thought-Action consistency,
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from localqwen.vocabulary.statistics import wilson_interval
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import Decision, Policy, expert, thought_consistent
+from localqwen_safari.policies import SITUATIONS, Decision, Policy, expert, thought_consistent
+
+
+@dataclass
+class TurnScores:
+    """One episode's turn-by-turn scores against the expert asked on the same states."""
+
+    agreements: int = 0
+    consistent: int = 0
+    by_situation: dict[str, list[int]] = field(default_factory=dict)  # situation -> [agreed, turns]
+
+    def record(self, decision: Decision, reference: Decision) -> None:
+        agreed = decision.action() == reference.action()
+        self.agreements += agreed
+        self.consistent += thought_consistent(decision)
+        if reference.situation:
+            counts = self.by_situation.setdefault(reference.situation, [0, 0])
+            counts[0] += agreed
+            counts[1] += 1
 
 
 @dataclass
@@ -27,8 +45,9 @@ class Tally:
     consistent: int = 0
     declares: int = 0
     false_declares: int = 0
+    by_situation: dict[str, list[int]] = field(default_factory=dict)  # situation -> [agreed, turns]
 
-    def add(self, episode: Episode, agreements: int, consistent: int) -> None:
+    def add(self, episode: Episode, scores: TurnScores) -> None:
         self.episodes += 1
         self.successes += episode.success
         self.turns_all += episode.turn
@@ -36,10 +55,14 @@ class Tally:
         self.calls += episode.calls
         self.valid_calls += episode.valid_calls
         self.turns_scored += episode.turn
-        self.agreements += agreements
-        self.consistent += consistent
+        self.agreements += scores.agreements
+        self.consistent += scores.consistent
         self.declares += episode.declares
         self.false_declares += episode.false_declares
+        for situation, (agreed, turns) in scores.by_situation.items():
+            counts = self.by_situation.setdefault(situation, [0, 0])
+            counts[0] += agreed
+            counts[1] += turns
 
     def metrics(self) -> dict[str, float | int | list[float]]:
         low, high = wilson_interval(self.successes, self.episodes)
@@ -55,6 +78,11 @@ class Tally:
             "action_agreement": _ratio(self.agreements, self.turns_scored),
             "thought_consistency": _ratio(self.consistent, self.turns_scored),
             "false_declare_rate": _ratio(self.false_declares, self.declares),
+            # agreement split by what the expert's decision rested on, with each situation's share of turns
+            "agreement_by_situation": {
+                situation: {"agreement": _ratio(*self.by_situation[situation]),
+                            "share": _ratio(self.by_situation[situation][1], self.turns_scored)}
+                for situation in SITUATIONS if situation in self.by_situation},
         }
 
 
@@ -70,13 +98,11 @@ def play_scored(tally: Tally, policy: Policy, mission: Mission) -> Episode:
     """Play one mission into ``tally``; the expert is asked on each state the policy saw (teacher
     forcing) for the agreement score."""
     episode = Episode.start(mission)
-    agreements = consistent = 0
+    scores = TurnScores()
     teacher = None if policy is expert else expert  # the expert is deterministic: it agrees with itself
     for turn in play_turns(episode, policy, teacher=teacher):
-        reference = turn.reference or turn.decision
-        agreements += turn.decision.action() == reference.action()
-        consistent += thought_consistent(turn.decision)
-    tally.add(episode, agreements, consistent)
+        scores.record(turn.decision, turn.reference or turn.decision)
+    tally.add(episode, scores)
     return episode
 
 
@@ -96,19 +122,17 @@ def evaluate_lockstep(policy: BatchPolicy, missions: Sequence[Mission], tally: T
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     for first in range(0, len(missions), batch_size):
         group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
-        agreements = [0] * len(group)
-        consistent = [0] * len(group)
+        scores = [TurnScores() for _ in group]
         live = list(range(len(group)))
         while live:
             references = [expert(group[i]) for i in live]  # teacher forcing, before the calls change the state
             decisions = policy.decide([group[i] for i in live])
             for i, decision, reference in zip(live, decisions, references, strict=True):
                 group[i].play_turn(decision.calls)
-                agreements[i] += decision.action() == reference.action()
-                consistent[i] += thought_consistent(decision)
+                scores[i].record(decision, reference)
             live = [i for i in live if not group[i].done]
-        for episode, agreed, held in zip(group, agreements, consistent, strict=True):
-            tally.add(episode, agreed, held)
+        for episode, episode_scores in zip(group, scores, strict=True):
+            tally.add(episode, episode_scores)
         yield len(group)
 
 

@@ -24,10 +24,18 @@ TURN_COST = 12  # unseen cells an extra turn of walking must be worth (tuned on 
 _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 
 
+# What the expert's decision rests on (``Decision.situation``): the evaluation splits agreement by
+# it, because the situations differ in what a learner can see. A target in view is in the image; a
+# remembered one is in the notepad; exploring rests on every cell seen so far, which no single
+# observation shows.
+SITUATIONS = ("declare", "target in view", "target remembered", "explore")
+
+
 @dataclass
 class Decision:
     thought: str
     calls: list[Call] = field(default_factory=list)
+    situation: str = ""  # one of SITUATIONS for the expert's decisions, "" for other policies
 
     def action(self) -> list[Call]:
         """What the agent does in the world (notepad writing left out): compared for agreement."""
@@ -115,7 +123,7 @@ def expert(episode: Episode) -> Decision:
         else "I see no animals."
     target = episode.current_target
     if target is None:
-        return Decision(f"{seen_text} Every target is found, so I finish.", calls + [("declare_done", {})])
+        return Decision(f"{seen_text} Every target is found, so I finish.", calls + [("declare_done", {})], "declare")
     known = sorted((cell for species, cell in sightings if species == target),
                    key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
     if known:
@@ -123,7 +131,8 @@ def expert(episode: Episode) -> Decision:
         if _near(here, spot):
             last = len(_found_calls(episode, target)) == 2
             return Decision(f"{seen_text} The {target} at ({spot[0]}, {spot[1]}) is within one cell of me, so I "
-                            f"declare it found{' and finish' if last else ''}.", calls + _found_calls(episode, target))
+                            f"declare it found{' and finish' if last else ''}.", calls + _found_calls(episode, target),
+                            "declare")
         reach = _turn_search(episode, optimistic=True)
         goals = [cell for cell in reach if _near(cell, spot)]
         if goals:
@@ -132,7 +141,8 @@ def expert(episode: Episode) -> Decision:
             where = "remembered from my notepad" if (target, spot) not in visible else "in view"
             return Decision(f"{seen_text} The {target} ({where}) is at ({spot[0]}, {spot[1]}), "
                             f"{_offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
-                            calls + [("move", {"direction": direction, "steps": steps})])
+                            calls + [("move", {"direction": direction, "steps": steps})],
+                            "target in view" if where == "in view" else "target remembered")
     reach = _turn_search(episode, optimistic=False)
     goal = _exploration_goal(episode, reach)
     if goal is not None:
@@ -140,10 +150,10 @@ def expert(episode: Episode) -> Decision:
         return Decision(f"{seen_text} I have not seen {_a(target)} yet. The most unexplored ground I can reach is "
                         f"around ({goal[0]}, {goal[1]}), {_offset_text(here, goal)}. "
                         f"{_move_text(direction, steps)} to explore.",
-                        calls + [("move", {"direction": direction, "steps": steps})])
+                        calls + [("move", {"direction": direction, "steps": steps})], "explore")
     direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
     return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
-                    calls + [("move", {"direction": direction, "steps": 1})])
+                    calls + [("move", {"direction": direction, "steps": 1})], "explore")
 
 
 def _passable(episode: Episode, cell: Cell, *, optimistic: bool = False) -> bool:

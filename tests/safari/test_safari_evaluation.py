@@ -32,6 +32,14 @@ def test_expert_far_above_random_and_greedy_on_the_same_missions():
     assert expert["success_rate"] >= random["success_rate"] + 0.5
     assert expert["action_agreement"] == 1.0 and expert["thought_consistency"] == 1.0
     assert expert["valid_tool_calls"] == 1.0 and expert["false_declare_rate"] == 0.0
+    # agreement split by what the expert's decision rested on: every turn in exactly one situation
+    for metrics in scores.values():
+        split = metrics["agreement_by_situation"]
+        assert set(split) <= {"declare", "target in view", "target remembered", "explore"}
+        assert abs(sum(part["share"] for part in split.values()) - 1.0) < 0.01
+    assert {"declare", "target in view", "explore"} <= set(expert["agreement_by_situation"])
+    assert all(part["agreement"] == 1.0 for part in expert["agreement_by_situation"].values())
+    assert greedy["agreement_by_situation"]["explore"]["agreement"] < 0.5  # it wanders where the expert sweeps
     # the random player declares blindly and disagrees with the expert most of the time
     assert random["false_declare_rate"] > 0.5 and random["valid_tool_calls"] < 1.0
     assert random["action_agreement"] < 0.3

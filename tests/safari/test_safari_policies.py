@@ -73,9 +73,10 @@ def test_expert_walks_to_a_sighting_remembered_in_its_notepad():
     episode = Episode.start(mission)
     assert expert(episode).calls[-1][0] == "move"
     assert "I have not seen a zebra yet" in expert(episode).thought  # out of view: it does not know yet
+    assert expert(episode).situation == "explore"
     episode.notepad = "Seen: zebra at (2, 0)."
     decision = expert(episode)
-    assert "remembered from my notepad" in decision.thought
+    assert "remembered from my notepad" in decision.thought and decision.situation == "target remembered"
     [(name, args)] = decision.calls
     assert name == "move" and args["direction"] in ("up", "left") and args["steps"] == 4
     # it reaches and finds it from memory alone
