@@ -166,7 +166,7 @@ def named_subject(store: MemoryStore, query: str, persona: str) -> str | None:
     keeps them lower-case): a subject counts as named when the query writes it capitalised ("Ann",
     "Mary Jane"), so topic words ("coffee") and the extractor's "user" never do. None when the query
     names none of them, or several."""
-    snapshot = store._index(persona)  # the store's cached snapshot of the persona's active memories
+    snapshot = store.snapshot(persona)
     patterns = _SUBJECTS.get(snapshot.index)
     if patterns is None:
         names = {m.subject.strip() for m in snapshot.records if m.subject and m.subject.strip()} - {"user"}

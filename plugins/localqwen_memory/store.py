@@ -508,6 +508,12 @@ class MemoryStore:
         row = self._conn.execute("SELECT revision FROM memory_revisions WHERE persona = ?", (persona,)).fetchone()
         return int(row[0]) if row else 0
 
+    def snapshot(self, persona: str) -> _PersonaIndex:
+        """The persona's active memories as search sees them (records, index): the same object
+        until a write bumps the persona's revision, so callers may cache what they derive from it
+        (recall keys its name patterns on it)."""
+        return self._index(persona)
+
     def _index(self, persona: str) -> _PersonaIndex:
         """The persona's search index, rebuilt when a write (from any process) bumped its revision."""
         revision = self._revision(persona)
