@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from localqwen.vocabulary.statistics import wilson_interval
 from localqwen_safari.episode import Episode
@@ -64,7 +64,7 @@ class Tally:
             counts[0] += agreed
             counts[1] += turns
 
-    def metrics(self) -> dict[str, float | int | list[float]]:
+    def metrics(self) -> dict[str, Any]:
         low, high = wilson_interval(self.successes, self.episodes)
         avg_all = self.turns_all / self.episodes if self.episodes else 0.0
         return {
