@@ -61,10 +61,11 @@ sys.path.insert(0, str(ROOT / "plugins"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-# Dates as LoCoMo's answers write them ("7 May 2023"): the memory prompt shows ISO dates, which a
-# small model copies, and "2023-05-07" shares no token with "7 May 2023".
-ANSWER_INSTRUCTION = ("{question}\nAnswer in a few words (a short phrase, a name, or a date written like "
-                      "7 May 2023) from the conversation, with no explanation.")
+# Dates as LoCoMo's answers write them (day month year): the memory prompt shows ISO dates, which
+# a small model copies, and "2023-05-07" shares no token with "7 May 2023". No example date: with
+# "like 7 May 2023" the model answered "7 May 2023" to questions that were not about dates.
+ANSWER_INSTRUCTION = ("{question}\nAnswer in a few words (a short phrase, a name, or a date as day month year) "
+                      "from the conversation, with no explanation.")
 TAIL_SYSTEM = ("You are a helpful assistant with the record of earlier conversations between {speakers}. "
                "The most recent part of the record follows, each session with its date:\n{transcript}")
 THRESHOLDS = (0.5, 0.6, 0.7)
