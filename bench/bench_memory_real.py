@@ -25,7 +25,7 @@ prompt sizes in tokens and the seconds per question.
 
 ``--part extraction``: the plugin's own ``Extractor`` (the real prompts, the retry and raw
 fallback paths, a real ``MemoryStore`` kept in --work-dir) over the turns of the first
-``--sessions`` sessions of each conversation, each turn given as the user's message with its
+``--sessions`` sessions of each conversation (session 1 of both first, then 2...), each turn given as the user's message with its
 speaker ("Caroline: ...") and its session's date. Coverage = share of LoCoMo's annotated
 observations of those sessions (of the turns done, when ``--turns-cap`` stops earlier) that some
 extracted fact matches by MiniLM cosine, at 0.5 / 0.6 / 0.7, both on the facts as written and
@@ -293,6 +293,9 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
         if args.turns_cap:
             turns = turns[: args.turns_cap]
         plan += [(sample, i, t) for i, t in turns]
+    # Session by session across the conversations: a run stopped early still covers both.
+    position = {s["sample_id"]: n for n, s in enumerate(samples)}
+    plan.sort(key=lambda item: (item[2]["session"], position[item[0]["sample_id"]], item[1]))
     todo = [(s, i, t) for s, i, t in plan if (s["sample_id"], t["id"]) not in done]
     if todo and not args.report_only:
         import torch
@@ -364,7 +367,9 @@ def extraction_report(records: list[dict[str, Any]], plan, samples, args) -> dic
                               "turn": record["turn"]})
     report["observations"] = len(observations)
     report["facts"] = len(facts)
-    report["facts_per_turn"] = round(len(facts) / len(rows), 3)
+    report["facts_per_turn"] = round(len(facts) / len(rows), 3)  # duplicates of a stored fact included
+    report["new_facts_per_turn"] = round(sum(f["action"] in ("added", "superseded") for r in rows for f in r["facts"])
+                                         / len(rows), 3)
     report["paths"] = {p: sum(r["path"] == p for r in rows) for p in ("json", "constrained", "retry", "raw")}
     report["turns_with_parse_failure"] = sum(bool(r["failures"]) for r in rows)
     seconds = [r["seconds"] for r in rows]
