@@ -72,3 +72,26 @@ def test_transcript_dates_each_session():
                                        "[Session 2, 1:14 pm on 25 May, 2023]", "Ann: back"]
     assert session_time("1:56 pm on 8 May, 2023") is not None
     assert session_time("sometime") is None
+
+
+def test_the_bench_report_splits_categories_prompt_sizes_and_the_prefix_question():
+    import importlib.util
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    path = Path(__file__).resolve().parents[2] / "bench" / "bench_memory_real.py"
+    spec = importlib.util.spec_from_file_location("bench_memory_real", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    questions = choose_questions([_sample("a", [1, 2, 4])], 3, seed=0)
+    records = [{**q, "setting": setting, "f1": f1, "prompt_tokens": tokens, "seconds": seconds, "facts_in_store": 0}
+               for q, f1, seconds in zip(questions, (1.0, 0.5, 0.0), (300.0, 10.0, 12.0), strict=True)
+               for setting, tokens in (("tail", 8200), ("memory", 500))]
+    args = SimpleNamespace(model=None, samples=[{"sample_id": "a"}], seed=0, max_new_tokens=32, threads=1,
+                           settings=["tail", "memory"], tail_tokens=8192, k=6)
+    report = bench.qa_report(records, questions, args)
+    tail = report["settings"]["tail"]
+    assert tail["f1"] == 0.5 and tail["per_category"]["multi_hop"] == {"n": 1, "f1": 1.0}
+    assert tail["seconds_first_question_per_conversation"] == [300.0] and tail["seconds_mean_after_first"] == 11.0
+    assert report["settings"]["memory"]["prompt_tokens_p95"] == 500 and report["answered_in_every_setting"] == 3
+    assert report["question_ids"] == ["a:q0", "a:q1", "a:q2"]
