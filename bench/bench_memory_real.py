@@ -234,8 +234,12 @@ def add_extracted_facts(store, extracted: list[dict[str, Any]], sample: dict[str
 
 def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], args) -> dict[str, Any]:
     from localqwen_memory.locomo_eval import CATEGORIES
+    from localqwen_memory.locomo_qa import iso_dates_as_words, locomo_f1
 
     wanted = {q["id"] for q in questions}
+
+    def dated(record: dict[str, Any]) -> float:  # the F1 once ISO dates in the answer read "7 May 2023"
+        return locomo_f1(iso_dates_as_words(record["prediction"]), record["answer"], record["category"])
     report: dict[str, Any] = {
         "part": "qa", "model": Path(args.model).name if args.model else "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         "conversations": [s["sample_id"] for s in args.samples], "seed": args.seed,
@@ -244,7 +248,8 @@ def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], ar
         "question_ids": [q["id"] for q in questions],
         "categories_in_subset": {CATEGORIES[c]: sum(q["category"] == c for q in questions) for c in CATEGORIES},
         "generation": f"greedy, at most {args.max_new_tokens} new tokens, stop at a newline, {args.threads} thread(s)",
-        "f1": "LoCoMo token F1 (task_eval/evaluation.py) without Porter stemming", "settings": {}}
+        "f1": "LoCoMo token F1 (task_eval/evaluation.py) without Porter stemming; f1_dates_as_words: the same "
+              "after ISO dates in the answer are rewritten as '7 May 2023' (not LoCoMo's metric)", "settings": {}}
     for setting in args.settings:
         rows = [r for r in records if r["setting"] == setting and r["id"] in wanted]
         if not rows:
@@ -256,8 +261,10 @@ def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], ar
         seconds = [r["seconds"] for r in rows]
         entry: dict[str, Any] = {
             "answered": len(rows), "f1": round(statistics.mean(r["f1"] for r in rows), 4),
-            "per_category": {CATEGORIES[c]: {"n": len(cat), "f1": round(statistics.mean(r["f1"] for r in cat), 4)}
+            "per_category": {CATEGORIES[c]: {"n": len(cat), "f1": round(statistics.mean(r["f1"] for r in cat), 4),
+                                             "f1_dates_as_words": round(statistics.mean(dated(r) for r in cat), 4)}
                              for c in CATEGORIES if (cat := [r for r in rows if r["category"] == c])},
+            "f1_dates_as_words": round(statistics.mean(dated(r) for r in rows), 4),
             "prompt_tokens_mean": round(statistics.mean(r["prompt_tokens"] for r in rows), 1),
             "prompt_tokens_p95": round(percentile([r["prompt_tokens"] for r in rows], 95), 1),
             "seconds_mean": round(statistics.mean(seconds), 2), "seconds_median": round(statistics.median(seconds), 2)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from localqwen_memory.locomo_qa import (
     choose_questions,
+    iso_dates_as_words,
     locomo_f1,
     normalize_answer,
     session_time,
@@ -25,6 +26,11 @@ def test_token_f1_counts_shared_tokens():
     # 2 shared of 3 predicted and 2 gold tokens: precision 2/3, recall 1
     assert token_f1("in May 2023", "May 2023") == pytest.approx(0.8)
     assert token_f1("", "Paris") == 0.0
+
+
+def test_iso_dates_are_rewritten_as_locomo_writes_them():
+    assert iso_dates_as_words("on 2023-05-07, not 2023-13-01") == "on 7 May 2023, not 2023-13-01"
+    assert locomo_f1(iso_dates_as_words("2023-05-07"), "7 May 2023", 2) == 1.0
 
 
 def test_locomo_categories_score_as_the_paper_does():
@@ -84,14 +90,15 @@ def test_the_bench_report_splits_categories_prompt_sizes_and_the_prefix_question
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)
     questions = choose_questions([_sample("a", [1, 2, 4])], 3, seed=0)
-    records = [{**q, "setting": setting, "f1": f1, "prompt_tokens": tokens, "seconds": seconds, "facts_in_store": 0}
+    records = [{**q, "setting": setting, "f1": f1, "prediction": "2023-01-02", "answer": "2 January 2023", "prompt_tokens": tokens, "seconds": seconds, "facts_in_store": 0}
                for q, f1, seconds in zip(questions, (1.0, 0.5, 0.0), (300.0, 10.0, 12.0), strict=True)
                for setting, tokens in (("tail", 8200), ("memory", 500))]
     args = SimpleNamespace(model=None, samples=[{"sample_id": "a"}], seed=0, max_new_tokens=32, threads=1,
                            settings=["tail", "memory"], tail_tokens=8192, k=6)
     report = bench.qa_report(records, questions, args)
     tail = report["settings"]["tail"]
-    assert tail["f1"] == 0.5 and tail["per_category"]["multi_hop"] == {"n": 1, "f1": 1.0}
+    assert tail["f1"] == 0.5 and tail["per_category"]["multi_hop"] == {"n": 1, "f1": 1.0, "f1_dates_as_words": 1.0}
+    assert tail["f1_dates_as_words"] == 1.0  # recomputed from the prediction, the ISO date rewritten
     assert tail["seconds_first_question_per_conversation"] == [300.0] and tail["seconds_mean_after_first"] == 11.0
     assert report["settings"]["memory"]["prompt_tokens_p95"] == 500 and report["answered_in_every_setting"] == 3
     assert report["question_ids"] == ["a:q0", "a:q1", "a:q2"]
