@@ -26,7 +26,8 @@ prompt sizes in tokens and the seconds per question.
 ``--part extraction``: the plugin's own ``Extractor`` (the real prompts, the retry and raw
 fallback paths, a real ``MemoryStore`` kept in --work-dir) over the turns of the first
 ``--sessions`` sessions of each conversation (session 1 of both first, then 2...), each turn given as the user's message with its
-speaker ("Caroline: ...") and its session's date. Coverage = share of LoCoMo's annotated
+speaker ("Caroline: ...") and its session's date, and the other speaker's next turn as the
+assistant's answer (``reply_to``). Coverage = share of LoCoMo's annotated
 observations of those sessions (of the turns done, when ``--turns-cap`` stops earlier) that some
 extracted fact matches by MiniLM cosine, at 0.5 / 0.6 / 0.7, both on the facts as written and
 with "the user" replaced by the speaker's name (the prompt asks for "user" as the subject, the
@@ -318,13 +319,16 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
         database = Database(args.work_dir / "extraction-store" / "memory.sqlite3")
         store = MemoryStore(database, args.work_dir / "extraction-store" / "vectors", embedder=load)
         extractor = Extractor(store, Prompts.load(None), engine)  # the plugin's default 256-token replies
+        turns_by_sample = {s["sample_id"]: turns_of(s) for s in samples}
         started = time.perf_counter()
         try:
             for number, (sample, index, turn) in enumerate(todo, 1):
                 at = session_time(turn["date"]) or time.time()
                 begun = time.perf_counter()
-                outcome = extractor.extract(Turn(user=f"{turn['speaker']}: {turn['text']}", session_id=turn["session"],
-                                                 message_index=index, at=at), persona=sample["sample_id"])
+                reply = reply_to(turns_by_sample[sample["sample_id"]], index)
+                outcome = extractor.extract(Turn(user=f"{turn['speaker']}: {turn['text']}", assistant=reply,
+                                                 session_id=turn["session"], message_index=index, at=at),
+                                            persona=sample["sample_id"])
                 seconds = time.perf_counter() - begun
                 facts = [{"fact": d.memory.fact or d.memory.text, "subject": d.memory.subject,
                           "attribute": d.memory.attribute, "value": d.memory.value, "action": d.action}
@@ -342,6 +346,16 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
             database.close()
             engine.close()
     return extraction_report(records, plan, samples, args)
+
+
+def reply_to(turns: list[dict[str, Any]], index: int) -> str:
+    """The other speaker's next turn of the same session, as the turn's "assistant" answer ("" when
+    the session ends there). With "(no answer)" in its place the real model returned {"facts": []}
+    for every turn of session 1, even for "My sister's name is Ann and I live in Paris."."""
+    following = turns[index + 1] if index + 1 < len(turns) else None
+    if following is None or following["session"] != turns[index]["session"]:
+        return ""
+    return f"{following['speaker']}: {following['text']}"
 
 
 def extraction_report(records: list[dict[str, Any]], plan, samples, args) -> dict[str, Any]:
