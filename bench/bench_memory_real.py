@@ -70,7 +70,7 @@ ANSWER_INSTRUCTION = ("{question}\nAnswer in a few words (a short phrase, a name
 TAIL_SYSTEM = ("You are a helpful assistant with the record of earlier conversations between {speakers}. "
                "The most recent part of the record follows, each session with its date:\n{transcript}")
 THRESHOLDS = (0.5, 0.6, 0.7, 0.8)  # 0.7 still let "Melanie is a counselor." match another Melanie observation
-QUOTED_THRESHOLD = 0.7  # hand check: ~3 of 11 matches in 0.7-0.8 were wrong; below 0.7 most were (README quotes 0.7, 0.8 as a floor)
+QUOTED_THRESHOLD = 0.7  # hand check: ~3 of 11 matches in 0.7-0.8 were wrong; the three weakest at 0.63-0.64 were wrong too (quote 0.7, 0.8 as a floor)
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
