@@ -96,6 +96,9 @@ def parse_facts(reply: str) -> list[ProposedFact]:
         raise FactsParseError(f"{'.'.join(str(p) for p in first['loc']) or 'reply'}: {first['msg']}") from None
 
 
+_NO_ANSWER = "\x00no answer\x00"  # marks the line of the turn template that holds the (missing) answer
+
+
 @dataclass
 class Turn:
     """One chat turn to learn from; ``message_index`` is the user message's position in the session."""
@@ -136,9 +139,15 @@ class Extractor:
         self.max_new_tokens = max_new_tokens
 
     def messages(self, turn: Turn) -> list[dict[str, Any]]:
+        text = self.prompts.format("extraction", "turn", date=turn.date, user=turn.user,
+                                   assistant=turn.assistant or _NO_ANSWER)
+        if not turn.assistant:
+            # A turn without an answer (batch extraction, imports) leaves out the line that would
+            # hold it: with "Assistant: (no answer)" there, the real 1.5B model extracted nothing
+            # from any turn ("My sister's name is Ann and I live in Paris." -> no facts; two without).
+            text = "\n".join(line for line in text.splitlines() if _NO_ANSWER not in line)
         return [{"role": "system", "content": self.prompts.format("extraction", "system")},
-                {"role": "user", "content": self.prompts.format("extraction", "turn", date=turn.date, user=turn.user,
-                                                                assistant=turn.assistant or "(no answer)")}]
+                {"role": "user", "content": text}]
 
     def extract(self, turn: Turn, persona: str = "default", cancel: CancelToken | None = None) -> Outcome:
         from localqwen.runtime.engine import GenerationSettings

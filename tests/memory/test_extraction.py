@@ -28,6 +28,15 @@ def test_prompts_file_is_copied_and_checked(tmp_path):
         Prompts.load(tmp_path)
 
 
+def test_a_turn_without_an_answer_leaves_the_answer_line_out(tmp_path):
+    # With "Assistant: (no answer)" in the prompt the real 1.5B model extracted nothing at all.
+    extractor = Extractor(MemoryStore(Database(tmp_path / "m.sqlite3")), Prompts.load(), engine=None)
+    alone = extractor.messages(Turn(user="My sister's name is Ann."))[1]["content"]
+    assert "User: My sister's name is Ann." in alone and "Assistant" not in alone and "\x00" not in alone
+    answered = extractor.messages(Turn(user="Hi, I am Ann.", assistant="Nice to meet you."))[1]["content"]
+    assert "Assistant: Nice to meet you." in answered
+
+
 def test_unparseable_reply_retries_then_keeps_the_raw_turn(tmp_path, tiny_qwen3_path):
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
 
