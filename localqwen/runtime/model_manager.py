@@ -124,7 +124,8 @@ class ModelManager:
         ``download`` is False or offline mode is on."""
         text = str(model)
         local = Path(text).expanduser()
-        if local.exists() or text.endswith(".gguf") or text.startswith((".", "/", "~")):
+        if local.exists() or text.endswith(".gguf") or text.startswith((".", "/", "~")) \
+                or (_reads_as_path(text) and catalog.find(text) is None):
             return self.local(local)
         entry = catalog.find(text)
         if entry is None:
@@ -388,3 +389,14 @@ def default_model(config: Config, task: str = "text") -> str:
     it, else the catalog default (Qwen3-VL 2B Instruct handles text and images)."""
     configured = getattr(config.runtime, f"{task}_model", "") or getattr(config.runtime, "model", "")
     return configured or DEFAULT_MODELS.get(task, DEFAULT_MODELS["text"])
+
+
+def _reads_as_path(text: str) -> bool:
+    """A missing path the user typed that must not be taken for a hub id (hub ids are exactly
+    ``owner/name``): more than one "/", a backslash, or a first part that is a folder here
+    (``runs/safari/final``, ``models/Qwen3-VL-2B`` beside a ``models`` folder). Without this a typo
+    in a path went to the hub and came back as a download error about a repository."""
+    if "\\" in text or text.count("/") > 1:
+        return True
+    head = text.split("/", 1)[0]
+    return "/" in text and bool(head) and Path(head).expanduser().is_dir()

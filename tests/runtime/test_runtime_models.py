@@ -19,6 +19,7 @@ from localqwen.runtime import catalog
 from localqwen.runtime.downloads import NotCachedOfflineError
 from localqwen.runtime.model_files import (
     MissingConfigError,
+    ModelFileError,
     PickleCheckpointError,
     TruncatedFileError,
     check_gguf,
@@ -69,6 +70,18 @@ def test_local_folder_and_gguf_are_accepted(tiny_qwen3_vl_path, gemma_gguf_path)
     gguf = models.resolve(str(gemma_gguf_path))
     assert gguf.format == "gguf" and gguf.mmproj is None and not gguf.info.transformers
     assert 0.2 < gguf.info.params_b < 0.6
+
+
+def test_a_missing_path_is_not_taken_for_a_hub_id(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    models = manager()
+    for typed in ("runs/safari/final", "models/Qwen3-VL-2B-Instruct", "runs\\final"):
+        with pytest.raises(ModelFileError, match="model folder not found"):
+            models.resolve(typed)
+    (tmp_path / "Qwen").mkdir()  # a folder named like the owner does not hide a catalog model's hub id
+    with pytest.raises(NotDownloadedError):
+        models.resolve("Qwen/Qwen3-0.6B", download=False)
 
 
 def test_specific_errors_for_bad_model_files(tmp_path, tiny_qwen3_path, gemma_gguf_path):
