@@ -72,6 +72,14 @@ def observations_of(sample: dict[str, Any]) -> list[dict[str, Any]]:
     return facts
 
 
+def turn_context(turns: list[dict[str, Any]], index: int, neighbours: int = NEIGHBOURS) -> str:
+    """What a turn is indexed with: its speaker and date, and its neighbouring turns of the same session."""
+    turn = turns[index]
+    around = [t for t in turns[max(0, index - neighbours): index + neighbours + 1]
+              if t is not turn and t["session"] == turn["session"]]
+    return f"{turn['speaker']}, {turn['date']}\n" + "\n".join(f"{t['speaker']}: {t['text']}" for t in around)
+
+
 TUNING_CONVERSATIONS = 5  # the ranking's parameters were picked on these only (recall.py)
 
 
@@ -86,11 +94,7 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
     turns = turns_of(sample)
     ids: dict[int, list[str]] = {}
     for index, turn in enumerate(turns):
-        context = ""
-        if contextual:
-            around = [t for t in turns[max(0, index - NEIGHBOURS): index + NEIGHBOURS + 1]
-                      if t is not turn and t["session"] == turn["session"]]
-            context = f"{turn['speaker']}, {turn['date']}\n" + "\n".join(f"{t['speaker']}: {t['text']}" for t in around)
+        context = turn_context(turns, index) if contextual else ""
         # The speaker is the turn's subject (who it is about), as the extractor names a fact's subject.
         memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn", context=context,
                               subject=turn["speaker"], source_session=turn["session"], source_message=index)

@@ -158,15 +158,15 @@ def tail_cut(lines: list[str], count_tokens: Callable[[str], int], budget: int) 
     return "", 0
 
 
-def fill_store(store, turns: list[dict[str, Any]], persona: str, *, neighbours: int = 1) -> dict[str, int]:
+def fill_store(store, turns: list[dict[str, Any]], persona: str) -> dict[str, int]:
     """Every turn as a raw memory, indexed as ``locomo_eval`` does (the speaker as subject, the
     neighbouring turns of the session as context) and dated with its session's date. Returns the
     memory id of each turn id ("D1:3")."""
+    from localqwen_memory.locomo_eval import turn_context
+
     ids: dict[str, int] = {}
     for index, turn in enumerate(turns):
-        around = [t for t in turns[max(0, index - neighbours): index + neighbours + 1]
-                  if t is not turn and t["session"] == turn["session"]]
-        context = f"{turn['speaker']}, {turn['date']}\n" + "\n".join(f"{t['speaker']}: {t['text']}" for t in around)
+        context = turn_context(turns, index)
         memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn", context=context,
                               subject=turn["speaker"], source_session=turn["session"], source_message=index,
                               valid_from=session_time(turn["date"]))
