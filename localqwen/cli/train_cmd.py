@@ -71,11 +71,13 @@ def train(
         printer.close()
         raise typer.Exit(subprocess.call(command))
 
+    from localqwen.training.distributed import leave_process_group, leave_process_group_at_exit
     from localqwen.training.event_log import json_stdout_echo
     from localqwen.training.job_progress import StopFlag
     from localqwen.training.runner import run_job
     from localqwen.vocabulary.exit_codes import exit_code
 
+    leave_process_group_at_exit()  # the Trainer joins the job's process group; nothing else closes it
     data_sources = _data_sources(config, printer)  # before stdout is redirected: its warnings are events
     stop = StopFlag()
     stop.install_signal_handlers()
@@ -84,6 +86,7 @@ def train(
         done = run_job(config, resume=resume, echo=echo, stop=stop, data_sources=data_sources)
     finally:
         printer.close()
+    leave_process_group()  # under `accelerate launch`: every rank ends the job together
     raise typer.Exit(exit_code(done.status))
 
 
