@@ -127,20 +127,28 @@ def embedder_loader():
 
 
 def qa_messages(setting: str, question: str, *, store=None, persona: str = "", prompts=None, k: int = 6,
-                tail_system: str = "") -> tuple[list[dict[str, str]], list[int]]:
-    """The two settings differ only in the system prompt; returns the messages and the recalled ids."""
+                tail_system: str = "", now: float | None = None) -> tuple[list[dict[str, str]], list[int]]:
+    """The two settings differ only in the system prompt; returns the messages and the recalled ids.
+    ``now``: the memory prompt's "today", the conversation's last session (the questions come after
+    it; the clock's date leaked into answers)."""
     from localqwen_memory.recall import text_recall
 
     user = {"role": "user", "content": ANSWER_INSTRUCTION.format(question=question)}
     if setting == "memory":
-        recall = text_recall(store, question, persona, prompts, k=k)
+        recall = text_recall(store, question, persona, prompts, k=k, now=now)
         return [{"role": "system", "content": recall.system_prompt}, user], [h.memory.id for h in recall.hits]
     return [{"role": "system", "content": tail_system}, user], []
 
 
 def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     from localqwen_memory.locomo_eval import turns_of
-    from localqwen_memory.locomo_qa import choose_questions, locomo_f1, tail_cut, transcript_lines
+    from localqwen_memory.locomo_qa import (
+        choose_questions,
+        locomo_f1,
+        session_time,
+        tail_cut,
+        transcript_lines,
+    )
 
     questions = choose_questions(samples, args.questions, args.seed)
     if args.quick:
@@ -176,6 +184,7 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
                     continue
                 persona = sample["sample_id"]
                 turns = turns_of(sample)
+                now = max(filter(None, (session_time(t["date"]) for t in turns)), default=None)
                 tail_system = ""
                 if "tail" in args.settings:
                     speakers = " and ".join(dict.fromkeys(t["speaker"] for t in turns))
@@ -192,7 +201,7 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
                 for setting in [s for s in ("tail", "memory") if s in args.settings]:
                     for question, _ in [(q, s) for q, s in mine if s == setting]:
                         messages, recalled = qa_messages(setting, question["question"], store=store, persona=persona,
-                                                         prompts=prompts, k=args.k, tail_system=tail_system)
+                                                         prompts=prompts, k=args.k, tail_system=tail_system, now=now)
                         begun = time.perf_counter()
                         reply = engine.chat(messages, settings=settings)
                         seconds = time.perf_counter() - begun

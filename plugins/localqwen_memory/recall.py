@@ -82,7 +82,21 @@ class Recall:
 
 
 def memory_date(timestamp: float) -> str:
+    """A memory's date in tables and the recall step (ISO: sorts and scans in a column)."""
     return time.strftime("%Y-%m-%d", time.localtime(timestamp))
+
+
+def spoken_date(timestamp: float) -> str:
+    """A date as people write it ("7 May 2023"), for prompts: a model copies the form it is shown,
+    and an ISO date in an answer ("2023-05-07") reads badly and shares no word with "7 May 2023"
+    (on LoCoMo's temporal questions, ISO dates in the prompt cost most of the F1). English month
+    names whatever the locale, since the prompts are English."""
+    moment = time.localtime(timestamp)
+    return f"{moment.tm_mday} {_MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
+
+
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December")
 
 
 @dataclass(frozen=True)
@@ -204,24 +218,25 @@ def _min_max(values):
 
 
 def text_recall(store: MemoryStore, query: str, persona: str, prompts: Prompts, *, k: int = 6,
-                exclude: set[int] | None = None) -> Recall:
+                exclude: set[int] | None = None, now: float | None = None) -> Recall:
     """Recall up to ``k`` memories for ``query`` and build the system prompt around them.
-    ``exclude``: memory ids already recalled another way (token recall passes its own)."""
+    ``exclude``: memory ids already recalled another way (token recall passes its own); ``now``:
+    the prompt's "today" (default: the clock; a replayed conversation passes its own time)."""
     started = time.perf_counter()
     hits = rank_memories(store, query, persona, k=k + len(exclude or ())) if k > 0 else []
     hits = [h for h in hits if h.memory.id not in (exclude or set())][:k]
-    recall = text_recall_prompt(hits, persona, prompts)
+    recall = text_recall_prompt(hits, persona, prompts, now=now)
     recall.elapsed_ms = (time.perf_counter() - started) * 1000
     return recall
 
 
-def text_recall_prompt(hits: list[MemoryHit], persona: str, prompts: Prompts) -> Recall:
+def text_recall_prompt(hits: list[MemoryHit], persona: str, prompts: Prompts, *, now: float | None = None) -> Recall:
     """The system prompt around recalled memories (both paths put them in the prompt as text)."""
-    today = time.strftime("%Y-%m-%d")
+    today = spoken_date(time.time() if now is None else now)
     if hits:
         # Newest first, as the prompt promises: on a contradiction the newer memory wins.
         ordered = sorted(hits, key=lambda h: -h.memory.valid_from)
-        lines = "\n".join(prompts.format("recall", "memory", id=h.memory.id, date=memory_date(h.memory.valid_from),
+        lines = "\n".join(prompts.format("recall", "memory", id=h.memory.id, date=spoken_date(h.memory.valid_from),
                                          source=h.memory.source, text=h.memory.statement) for h in ordered)
         system = prompts.format("recall", "system", today=today, persona=persona, memories=lines)
     else:

@@ -95,3 +95,19 @@ def test_the_person_a_question_names_is_taken_out_of_the_query_and_their_memorie
                                                           mode="bm25", settings=RankSettings(session_weight=0,
                                                                                              neighbour_penalty=0))}
     assert ranked[raw.id] >= 0.5 > ranked[filler.id]  # the subject bonus, given to the raw turn naming her only
+
+
+def test_the_recall_prompt_writes_dates_as_people_do_and_takes_the_conversations_today(tmp_path):
+    from datetime import datetime
+
+    store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
+    may = datetime(2023, 5, 7, 13, 56).timestamp()
+    store.add("Caroline went to a support group", kind="turn", source_session=1, source_message=0, valid_from=may)
+    recall = text_recall(store, "support group", "default", Prompts.load(), k=1,
+                         now=datetime(2023, 8, 25, 9, 0).timestamp())
+    # "7 May 2023" as LoCoMo's answers and people write it: a model copies the form it is shown.
+    assert "7 May 2023" in recall.system_prompt and "2023-05-07" not in recall.system_prompt
+    assert "Today is 25 August 2023." in recall.system_prompt
+    assert "2023-05-07" in recall.step().detail  # the UI's step keeps the sortable form
+    empty = text_recall(store, "nothing like it", "default", Prompts.load(), k=1, now=may)
+    assert "Today is 7 May 2023." in empty.system_prompt
