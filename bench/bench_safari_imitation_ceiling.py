@@ -2,11 +2,12 @@
 
 The learning proof asks a model that sees one turn (the view, the context, its notepad) to copy the
 expert. Where the expert's decision rests on what the learner sees (a target in view or in the
-notepad, declaring a find) a perfect learner copies it exactly. Where it explores, the expert
-rests on every cell it has seen so far, which no single turn shows. This bench plays an
-*imitator*: the expert itself in the observable situations, and in the exploring ones a
-gradient-boosted classifier trained on the expert's exploring turns from what a learner observes
-(position, turn, the last move's direction, the 10x10 view's cells). Its success and agreement
+notepad, declaring a find, walking on to the exploring goal its notepad keeps) a perfect learner
+copies it exactly. Where it picks a new exploring goal, the expert rests on every cell it has seen
+so far, which no single turn shows. This bench plays an *imitator*: the expert itself in the
+observable situations, and where it picks a new goal a gradient-boosted classifier trained on the
+expert's new-goal turns from what a learner observes (position, turn, the last move's direction,
+the 10x10 view's cells). Its success and agreement
 are a practical ceiling for imitation of this expert by a learner without the expert's memory,
 next to the expert and greedy on the same held-out seeds.
 
@@ -54,8 +55,11 @@ def observed_features(episode: Any) -> list[int]:
     return [row, col, episode.turn, last, *cells]
 
 
+HIDDEN_SITUATION = "explore (new goal)"  # the one situation whose decision a single turn does not show
+
+
 def exploring_turns(episodes: int) -> tuple[list[list[int]], list[str]]:
-    """The expert's exploring turns of ``episodes`` training episodes (kinds alternating, as
+    """The expert's new-goal turns of ``episodes`` training episodes (kinds alternating, as
     ``generate``): features and the move as a label (``up4``)."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import KINDS, mission_for_seed
@@ -67,7 +71,7 @@ def exploring_turns(episodes: int) -> tuple[list[list[int]], list[str]]:
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], TRAIN_SEED_START + index))
         while not episode.done:
             decision = expert(episode)
-            if decision.situation == "explore":
+            if decision.situation == HIDDEN_SITUATION:
                 [move] = [args for name, args in decision.calls if name == "move"]
                 features.append(observed_features(episode))
                 labels.append(f"{move['direction']}{move['steps']}")
@@ -76,19 +80,19 @@ def exploring_turns(episodes: int) -> tuple[list[list[int]], list[str]]:
 
 
 def imitator_policy(classifier: Any) -> Any:
-    """The expert where its decision is observable; the classifier's move where it explores."""
+    """The expert where its decision is observable; the classifier's move where it picks a new goal."""
     import numpy as np
     from localqwen_safari.policies import Decision, expert
 
     def imitator(episode: Any) -> Any:
         decision = expert(episode)
-        if decision.situation != "explore":
+        if decision.situation != HIDDEN_SITUATION:
             return decision
         label = str(classifier.predict(np.array([observed_features(episode)]))[0])
         direction, steps = label[:-1], int(label[-1])
         calls = [call for call in decision.calls if call[0] != "move"]
         return Decision(f"I move {direction} {steps} steps to explore.",
-                        calls + [("move", {"direction": direction, "steps": steps})], "explore")
+                        calls + [("move", {"direction": direction, "steps": steps})], HIDDEN_SITUATION)
 
     return imitator
 
@@ -114,9 +118,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     classifier = HistGradientBoostingClassifier(max_iter=300, random_state=0,
                                                 categorical_features=[3, *range(4, 4 + VIEW * VIEW)])
     classifier.fit(np.array(features), np.array(labels))
-    print(f"classifier: {len(labels):,} exploring turns of {args.train_episodes} episodes, "
+    print(f"classifier: {len(labels):,} new-goal turns of {args.train_episodes} episodes, "
           f"{time.monotonic() - started:.0f} s", flush=True)
-    report: dict[str, Any] = {"train_episodes": args.train_episodes, "exploring_turns": len(labels), "runs": []}
+    report: dict[str, Any] = {"train_episodes": args.train_episodes, "new_goal_turns": len(labels), "runs": []}
     players = {"imitator": imitator_policy(classifier), "expert": POLICIES["expert"], "greedy": POLICIES["greedy"]}
     for kind in KINDS:
         missions = [mission_for_seed(kind, seed) for seed in range(EVAL_SEED_START, EVAL_SEED_START + args.seeds)]

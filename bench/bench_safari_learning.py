@@ -73,7 +73,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
     parser.add_argument("--seeds", type=int, help="held-out seeds per mission kind (default 300; quick 20)")
     parser.add_argument("--eval-batch", type=int, default=100, help="episodes played in lockstep per generate")
-    parser.add_argument("--max-new-tokens", type=int, default=96, help="reply cap (the compact replies are ~30-70)")
+    parser.add_argument("--max-new-tokens", type=int, default=128,
+                        help="reply cap (compact replies with the tiny tokenizer: median 45 tokens, p95 100, max 112; a notepad call naming a goal is the long part)")
     parser.add_argument("--ablation-seeds", type=int, help="seeds for each ablation run (default: --seeds)")
     parser.add_argument("--only-ablations", action="store_true", help="with --trained: just the two ablation runs")
     parser.add_argument("--no-ablations", action="store_true", help="skip the blank-image / hidden-notepad runs")

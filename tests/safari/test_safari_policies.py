@@ -12,6 +12,7 @@ from localqwen_safari.policies import (
     POLICIES,
     Decision,
     expert,
+    notepad_goal,
     notepad_sightings,
     thought_consistent,
     thought_moves,
@@ -73,7 +74,16 @@ def test_expert_walks_to_a_sighting_remembered_in_its_notepad():
     episode = Episode.start(mission)
     assert expert(episode).calls[-1][0] == "move"
     assert "I have not seen a zebra yet" in expert(episode).thought  # out of view: it does not know yet
-    assert expert(episode).situation == "explore"
+    first = expert(episode)
+    assert first.situation == "explore (new goal)"
+    # the goal goes on the notepad, and the next turn walks on to it
+    [(name, args)] = [call for call in first.calls if call[0] == "update_notepad"]
+    goal = notepad_goal(args["text"])
+    assert goal is not None and f"({goal[0]}, {goal[1]})" in first.thought
+    after = Episode.start(mission)
+    after.play_turn(first.calls)
+    if after.position != goal:
+        assert expert(after).situation == "explore (noted goal)" and notepad_goal(after.notepad) == goal
     episode.notepad = "Seen: zebra at (2, 0)."
     decision = expert(episode)
     assert "remembered from my notepad" in decision.thought and decision.situation == "target remembered"
