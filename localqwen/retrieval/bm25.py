@@ -56,6 +56,25 @@ class Tokenizer:
         return stemmed
 
 
+class MemoizingTokenizer(Tokenizer):
+    """A :class:`Tokenizer` that keeps each text's tokens, for an index rebuilt often over mostly the
+    same documents (the memory store rebuilds a persona's after every write; tokenizing was 80% of
+    that rebuild). Forgets everything past ``limit`` texts, so memory stays bounded."""
+
+    def __init__(self, *, stem: bool = True, limit: int = 200_000) -> None:
+        super().__init__(stem=stem)
+        self._texts: dict[str, list[str]] = {}
+        self._limit = limit
+
+    def __call__(self, text: str) -> list[str]:
+        tokens = self._texts.get(text)
+        if tokens is None:
+            if len(self._texts) >= self._limit:
+                self._texts.clear()
+            tokens = self._texts[text] = super().__call__(text)
+        return list(tokens)  # a copy: the kept list must not change under a caller
+
+
 class BM25Index:
     """BM25 over a fixed list of texts; ``search`` returns (row indices, scores), best first."""
 

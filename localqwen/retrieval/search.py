@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from localqwen.retrieval.bm25 import BM25Index
+from localqwen.retrieval.bm25 import BM25Index, Tokenizer
 from localqwen.retrieval.fusion import convex, rrf
 
 if TYPE_CHECKING:
@@ -104,7 +104,8 @@ class SearchIndex:
     def __init__(self, texts: list[str], vectors: np.ndarray, *, sources: list[str] | None = None,
                  pages: list[int | None] | None = None, headings: list[str] | None = None,
                  chunk_ids: list[str] | None = None, bm25_backend: str = "bm25s",
-                 settings: FusionSettings | None = None, index_texts: list[str] | None = None) -> None:
+                 settings: FusionSettings | None = None, index_texts: list[str] | None = None,
+                 tokenizer: Tokenizer | None = None) -> None:
         import numpy as np
 
         n = len(texts)
@@ -115,7 +116,7 @@ class SearchIndex:
         self.headings = headings or [""] * n
         self.chunk_ids = chunk_ids or [str(i) for i in range(n)]
         self.settings = settings or FusionSettings()
-        self.bm25 = BM25Index(index_texts or texts, backend=bm25_backend)
+        self.bm25 = BM25Index(index_texts or texts, backend=bm25_backend, tokenizer=tokenizer)
         self.dense_scores = DenseScorer(self.vectors)
 
     def __len__(self) -> int:

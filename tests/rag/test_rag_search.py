@@ -109,3 +109,18 @@ def test_metrics():
     assert recall_at_k(["x", "b"], judged, 100) == 0.5
     scores = evaluate({"q1": ["a"], "q2": []}, {"q1": {"a": 1}, "q2": {"z": 1}})
     assert scores["ndcg@10"] == 0.5 and scores["queries"] == 2
+
+
+def test_a_memoizing_tokenizer_gives_the_same_tokens_and_keeps_them_safe():
+    from localqwen.retrieval.bm25 import BM25Index, MemoizingTokenizer, Tokenizer
+
+    plain, kept = Tokenizer(), MemoizingTokenizer(limit=2)
+    texts = ["The hikers were hiking up the hills", "Zebras graze; 3 lions rest", "走路很快"]
+    assert [kept(t) for t in texts] == [plain(t) for t in texts]
+    first = kept(texts[1])
+    first.append("changed")  # a caller's change does not reach the kept tokens
+    assert kept(texts[1]) == plain(texts[1])
+    assert len(kept._texts) <= 2  # bounded: it forgot the oldest texts when full
+    # an index built with it scores exactly as one built with the plain tokenizer
+    memo = BM25Index(texts, tokenizer=MemoizingTokenizer())
+    assert memo.scores("hiking lions").tolist() == BM25Index(texts).scores("hiking lions").tolist()
