@@ -2,7 +2,7 @@
 
 The learning proof asks a model that sees one turn (the view, the context, its notepad) to copy the
 expert. Where the expert's decision rests on what the learner sees (a target in view or in the
-notepad, declaring a find, walking on to the exploring goal its notepad keeps) a perfect learner
+notepad, declaring a find, taking the next move of the route its notepad keeps) a perfect learner
 copies it exactly. Where it picks a new exploring goal, the expert rests on every cell it has seen
 so far, which no single turn shows. This bench plays an *imitator*: the expert itself in the
 observable situations, and where it picks a new goal a gradient-boosted classifier trained on the

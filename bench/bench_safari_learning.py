@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "plugins"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 EVAL_SEED_START = 1000  # the README's evaluation seeds; training seeds start at 100,000
+HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 12  # expert rows for the teacher-forced check (~200 moves)
 GOALS = {  # the goals for the trained model
     "find-one success": ">= 0.65", "find-two success": ">= 0.35", "valid tool calls": ">= 0.99",
     "action agreement": ">= 0.85", "thought consistency": ">= 0.95",
@@ -70,11 +71,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="wall-clock limit for the model's evaluation: no new batch starts after it, a run cut "
                              "short reports the episodes it finished (default none; quick 5)")
     parser.add_argument("--batch-size", type=int, default=8, help="training batch size")
+    parser.add_argument("--lr-scheduler", default="constant_with_warmup",
+                        choices=["constant_with_warmup", "cosine", "linear"],
+                        help="constant suits a run the time budget may cut anywhere; cosine / linear decay to 0 "
+                             "at --max-steps (set it to what --train-minutes allows)")
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
     parser.add_argument("--seeds", type=int, help="held-out seeds per mission kind (default 300; quick 20)")
     parser.add_argument("--eval-batch", type=int, default=100, help="episodes played in lockstep per generate")
     parser.add_argument("--max-new-tokens", type=int, default=128,
-                        help="reply cap (compact replies with the tiny tokenizer: median 45 tokens, p95 100, max 112; a notepad call naming a goal is the long part)")
+                        help="reply cap (compact replies with the tiny tokenizer: median 75 tokens, p95 106, max 117; the notepad call with its route is the long part)")
     parser.add_argument("--ablation-seeds", type=int, help="seeds for each ablation run (default: --seeds)")
     parser.add_argument("--only-ablations", action="store_true", help="with --trained: just the two ablation runs")
     parser.add_argument("--no-ablations", action="store_true", help="skip the blank-image / hidden-notepad runs")
@@ -127,7 +132,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
                           learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},
-                          max_length=400 if tiny else 2048)
+                          max_length=400 if tiny else 2048, lr_scheduler=args.lr_scheduler)
     return run.model, {"seconds": run.seconds, "summary": run.summary, "steps": run.steps,
                        "stopped_by_budget": run.stopped_by_budget}
 
@@ -271,6 +276,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["training"] = training
         print(f"trained on {args.episodes} expert episodes (up to {args.epochs} epochs) in "
               f"{training['seconds']:.0f} s: {training['summary']}", flush=True)
+
+    if tiny:  # the decision apart from play: teacher-forced on held-out expert rows
+        from dataclasses import asdict
+
+        from localqwen_safari.dataset import generate
+        from localqwen_safari.learning import move_accuracy
+
+        held = work / "held-out-rows"
+        if not (held / "conversations.jsonl").exists():
+            for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt):
+                pass
+        report["teacher_forced"] = asdict(move_accuracy(trained, held))
+        print("teacher-forced on held-out expert rows: " + ", ".join(
+            f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
+            for key, value in report["teacher_forced"].items()), flush=True)
 
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
 

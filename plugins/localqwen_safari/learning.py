@@ -79,11 +79,12 @@ class TrainingRun:
 def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, batch_size: int = 16,
                     learning_rate: float = 2e-3, max_steps: int = -1, minutes: float | None = None,
                     prompt: str = "compact", method: str = "full", method_options: dict[str, Any] | None = None,
-                    max_length: int = 400, seed: int = 0) -> TrainingRun:
+                    max_length: int = 400, seed: int = 0, lr_scheduler: str = "constant_with_warmup") -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
-    after warmup: the budget may cut the run anywhere)."""
+    after warmup by default: the budget may cut the run anywhere; a decaying ``lr_scheduler`` such
+    as "cosine" pays off when ``max_steps`` is what the budget allows)."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -97,7 +98,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         "data": {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt}}},
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
-                     "learning_rate": learning_rate, "lr_scheduler": "constant_with_warmup", "warmup_ratio": 0.03,
+                     "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,
                      "max_length": max_length, "batching": "bucket", "logging_steps": 10, "save_steps": 10**6,
                      "seed": seed, "precision": "fp32" if method == "full" else "auto"},
     })
@@ -125,3 +126,74 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     if done.status != "ok":
         raise RuntimeError(f"the safari training job failed: {done.summary}")
     return TrainingRun(Path(result["final"]), seconds, done.summary, int(result.get("step", 0)), False)
+
+
+@dataclass
+class MoveAccuracy:
+    rows: int  # replies with a stated move ("I move <direction> <n> steps")
+    direction: float  # share whose direction the model predicts, teacher-forced on the reply before it
+    move: float  # share whose direction and step count it predicts
+    majority: float  # share of the commonest direction among these rows: what always saying it scores
+    tokens: float  # share of all their reply tokens predicted right, teacher-forced (the reply's form and copying)
+
+
+def move_accuracy(model: Path, data: Path, *, limit: int = 200) -> MoveAccuracy:
+    """How often the model, given a row's prompt and its reply up to "I move", predicts the move the
+    expert stated (teacher-forced: every earlier reply token is the expert's). It isolates the
+    decision from the reply's form, which free generation needs too, so a short training run's
+    learning shows here before it shows in play. ``data``: a folder ``generate`` wrote
+    (``conversations.jsonl`` and its images); the first ``limit`` rows with a move are scored."""
+    from collections import Counter
+
+    import torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+
+    from localqwen.training.collator import ChatCollator
+
+    processor = AutoProcessor.from_pretrained(model)
+    network = AutoModelForImageTextToText.from_pretrained(model).eval()
+    collator = ChatCollator(processor)
+    tokenizer = processor.tokenizer
+    marker = tokenizer.encode(" move", add_special_tokens=False)
+    directions: Counter[str] = Counter()
+    right_direction = right_move = rows = 0
+    token_hits = token_count = 0
+    with (Path(data) / "conversations.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            row = json.loads(line)
+            reply = row["messages"][-1]["content"]
+            stated = reply.split("I move ", 1)[1].split()[:2] if "I move " in reply else []
+            if len(stated) < 2:
+                continue
+            for message in row["messages"]:  # image paths are relative to the data folder
+                for part in message["content"] if isinstance(message["content"], list) else []:
+                    if part.get("type") == "image":
+                        part["image"] = str(Path(data) / part["image"])
+            batch = collator([row])
+            ids, labels = batch["input_ids"][0].tolist(), batch["labels"][0].tolist()
+            start = next((i + len(marker) for i in range(len(ids)) if labels[i] != -100
+                          and ids[i:i + len(marker)] == marker), None)
+            if start is None:
+                continue
+            direction = tokenizer.encode(" " + stated[0], add_special_tokens=False)
+            steps = tokenizer.encode(" " + stated[1], add_special_tokens=False)
+            span = len(direction) + len(steps)
+            if ids[start:start + span] != direction + steps:
+                continue  # the reply is tokenised across the words: not scored
+            with torch.no_grad():
+                logits = network(**{k: v for k, v in batch.items() if k != "labels"}).logits[0]
+            predicted = logits[start - 1:start - 1 + span].argmax(-1).tolist()
+            guesses = logits[:-1].argmax(-1).tolist()  # position i predicts token i + 1
+            scored = [i for i in range(1, len(ids)) if labels[i] != -100]
+            token_hits += sum(guesses[i - 1] == ids[i] for i in scored)
+            token_count += len(scored)
+            rows += 1
+            directions[stated[0]] += 1
+            right_direction += predicted[:len(direction)] == direction
+            right_move += predicted == direction + steps
+            if rows >= limit:
+                break
+    if not rows:
+        raise ValueError(f"no reply with a stated move in {data}")
+    return MoveAccuracy(rows, right_direction / rows, right_move / rows, max(directions.values()) / rows,
+                        token_hits / max(1, token_count))

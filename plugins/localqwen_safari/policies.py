@@ -20,14 +20,16 @@ from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
 _SIGHTING = re.compile(r"\b(" + "|".join(SPECIES) + r") at \((\d+), (\d+)\)")
-_PLAN = re.compile(r"\bExploring towards \((\d+), (\d+)\)\.")
+_ROUTE = re.compile(r"\bRoute to \((\d+), (\d+)\): ((?:up|down|left|right) [1-9](?:, (?:up|down|left|right) [1-9])*)\.")
 TURN_COST = 12  # unseen cells an extra turn of walking must be worth (tuned on seeds 1000-1099)
-# The exploring goal the expert writes on its notepad and keeps until it gets there (or is stopped):
-# chosen at least PLAN_MIN_TURNS away, at PLAN_TURN_COST unseen cells per turn. Writing it down
-# makes most exploring turns a walk to a noted cell, which a learner that sees one turn can copy
-# (bench_safari_imitation_ceiling.py). Measured on seeds 1000-1299 against the expert that chose
-# afresh every turn: find-one 78.3% vs 76.7%, find-two 51.3% vs 52.7%; goals 3 turns away cost
-# 12-17 points.
+# The expert's exploring goal: chosen at least PLAN_MIN_TURNS away, at PLAN_TURN_COST unseen cells
+# per turn, with the moves left to it written on the notepad ("Route to (20, 14): down 4, right 2."),
+# which the next turns follow. Writing the route down makes most exploring turns a copy of the
+# notepad's first move, which a learner that sees one turn can do; the goal beside it lets a player
+# that strayed from the route go on to the same goal (what it needs is still on the notepad) instead
+# of choosing anew from what it has seen (bench_safari_imitation_ceiling.py: with routes alone, an
+# imitator's wrong new-goal moves cost 4 points of success and 7 of agreement). Goals 3 turns away
+# cost 12-17 points of success against 2.
 PLAN_TURN_COST = 9
 PLAN_MIN_TURNS = 2
 _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
@@ -37,7 +39,8 @@ _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 # it, because the situations differ in what a learner can see. A target in view is in the image; a
 # remembered one and an exploring goal kept from an earlier turn are in the notepad; choosing a new
 # exploring goal rests on every cell seen so far, which no single observation shows.
-SITUATIONS = ("declare", "target in view", "target remembered", "explore (noted goal)", "explore (new goal)")
+SITUATIONS = ("declare", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
+              "explore (new goal)")
 
 
 @dataclass
@@ -80,10 +83,21 @@ def notepad_sightings(notepad: str) -> list[tuple[str, Cell]]:
     return [(species, (int(r), int(c))) for species, r, c in _SIGHTING.findall(notepad)]
 
 
-def notepad_goal(notepad: str) -> Cell | None:
-    """The exploring goal the notepad keeps ("Exploring towards (r, c)."), if any."""
-    match = _PLAN.search(notepad)
-    return (int(match.group(1)), int(match.group(2))) if match else None
+def notepad_route(notepad: str) -> tuple[Cell | None, list[tuple[str, int]]]:
+    """The goal and the moves left to it that the notepad holds ("Route to (20, 14): down 4,
+    right 2."), first move first; (None, []) without a route."""
+    match = _ROUTE.search(notepad)
+    if match is None:
+        return None, []
+    moves = [(direction, int(steps)) for direction, steps in (move.split() for move in match.group(3).split(", "))]
+    return (int(match.group(1)), int(match.group(2))), moves
+
+
+def route_text(goal: Cell, moves: list[tuple[str, int]]) -> str:
+    """A route as the notepad holds it; "" once no move is left (the goal is reached)."""
+    if not moves:
+        return ""
+    return f"Route to ({goal[0]}, {goal[1]}): " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
 
 
 def _notepad_text(sightings: list[tuple[str, Cell]]) -> str:
@@ -126,9 +140,9 @@ def _found_calls(episode: Episode, species: str) -> list[Call]:
 # -- the expert --------------------------------------------------------------------------------
 def expert(episode: Episode) -> Decision:
     """Walks to the current target once it has ever seen it (its notepad remembers sightings);
-    otherwise explores: it picks the reachable ground that shows the most unseen cells, writes it on
-    its notepad as its goal and walks there over the next turns (a new goal once it arrives or a
-    move is stopped outright)."""
+    otherwise explores: it picks the reachable ground that shows the most unseen cells, writes the
+    moves left to it on its notepad as a route and follows the route over the next turns (a new
+    goal once the route is done, or its next move is no longer open, or a move was stopped)."""
     here = episode.position
     visible = visible_animals(episode)
     sightings = notepad_sightings(episode.notepad) + visible
@@ -160,23 +174,31 @@ def expert(episode: Episode) -> Decision:
                             f"{_offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
                             calls + [("move", {"direction": direction, "steps": steps})],
                             "target in view" if where == "in view" else "target remembered")
-    reach = _turn_search(episode, optimistic=False)
-    goal = notepad_goal(episode.notepad)
-    stopped = any(run.name == "move" and " 0 of " in run.result for run in episode.last_runs)
-    if goal is not None and goal != here and goal in reach and not stopped:
-        situation, why = "explore (noted goal)", "I keep exploring towards the goal in my notepad"
+    goal, route = notepad_route(episode.notepad)
+    if goal is not None and route and _walk(episode, here, route) == goal:
+        situation, why = "explore (noted route)", f"I follow the route in my notepad to ({goal[0]}, {goal[1]})."
     else:
-        goal = _exploration_goal(episode, reach, turn_cost=PLAN_TURN_COST, min_turns=PLAN_MIN_TURNS) \
-            or _exploration_goal(episode, reach)
-        situation, why = "explore (new goal)", "The most unexplored ground I can reach is around"
-    if goal is not None:
-        direction, steps = reach[goal][1]
-        planned = (f"{notepad} " if notepad else "") + f"Exploring towards ({goal[0]}, {goal[1]})."
+        came_from: dict[Cell, tuple[Cell, tuple[str, int]]] = {}
+        reach = _turn_search(episode, optimistic=False, came_from=came_from)
+        if goal is not None and goal != here and goal in reach:
+            situation = "explore (noted goal)"
+            why = (f"I am off the route in my notepad, so I go to its goal ({goal[0]}, {goal[1]}), "
+                   f"{_offset_text(here, goal)}, another way.")
+        else:
+            goal = _exploration_goal(episode, reach, turn_cost=PLAN_TURN_COST, min_turns=PLAN_MIN_TURNS) \
+                or _exploration_goal(episode, reach)
+            situation = "explore (new goal)"
+            if goal is not None:
+                why = (f"The most unexplored ground I can reach is around ({goal[0]}, {goal[1]}), "
+                       f"{_offset_text(here, goal)}.")
+        route = _route_to(came_from, here, goal) if goal is not None else []
+    if goal is not None and route:
+        (direction, steps), rest = route[0], route[1:]
+        planned = " ".join(part for part in (notepad, route_text(goal, rest)) if part)
         calls = [call for call in calls if call[0] != "update_notepad"]
         if planned != episode.notepad:
             calls.insert(0, ("update_notepad", {"text": planned}))
-        return Decision(f"{seen_text} I have not seen {_a(target)} yet. {why} ({goal[0]}, {goal[1]}), "
-                        f"{_offset_text(here, goal)}. {_move_text(direction, steps)} to explore.",
+        return Decision(f"{seen_text} I have not seen {_a(target)} yet. {why} {_move_text(direction, steps)} to explore.",
                         calls + [("move", {"direction": direction, "steps": steps})], situation)
     direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
     return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
@@ -193,10 +215,33 @@ def _passable(episode: Episode, cell: Cell, *, optimistic: bool = False) -> bool
     return world.ground(cell) == LAND and world.animal_at(cell) is None
 
 
-def _turn_search(episode: Episode, *, optimistic: bool) -> dict[Cell, tuple[int, tuple[str, int]]]:
+def _walk(episode: Episode, here: Cell, moves: list[tuple[str, int]]) -> Cell | None:
+    """Where these moves end over cells known passable; None when one of them is not open."""
+    for direction, steps in moves:
+        dr, dc = MOVES[direction]
+        if not 1 <= steps <= MAX_STEPS or \
+                not all(_passable(episode, (here[0] + dr * k, here[1] + dc * k)) for k in range(1, steps + 1)):
+            return None
+        here = (here[0] + dr * steps, here[1] + dc * steps)
+    return here
+
+
+def _route_to(came_from: dict[Cell, tuple[Cell, tuple[str, int]]], here: Cell, goal: Cell) -> list[tuple[str, int]]:
+    """The moves from ``here`` to ``goal`` along the search's tree (``_turn_search(came_from=)``)."""
+    moves = []
+    cell = goal
+    while cell != here:
+        cell, move = came_from[cell]
+        moves.append(move)
+    return moves[::-1]
+
+
+def _turn_search(episode: Episode, *, optimistic: bool,
+                 came_from: dict[Cell, tuple[Cell, tuple[str, int]]] | None = None) -> dict[Cell, tuple[int, tuple[str, int]]]:
     """Every cell reachable by moves (1-4 steps in one direction over passable cells), with the
     fewest turns it takes and the first move on the way. Breadth first in a fixed order, so ties
-    always resolve the same way. Turns, not steps, are what a mission runs out of."""
+    always resolve the same way. Turns, not steps, are what a mission runs out of. ``came_from``,
+    when given, is filled with each cell's previous cell and the move from it (for routes)."""
     world = episode.world
     rows, cols = world.size
     # cells as indexes into a grid padded with one closed cell all round (no bounds checks, no
@@ -214,6 +259,7 @@ def _turn_search(episode: Episode, *, optimistic: bool) -> dict[Cell, tuple[int,
     visited[start] = 1
     turns_of = [0] * len(walkable)
     first_of: list[tuple[str, int] | None] = [None] * len(walkable)
+    parent_of: dict[int, tuple[int, tuple[str, int]]] | None = {} if came_from is not None else None
     order: list[int] = []
     queue = deque([start])
     deltas = [(direction, dr * width + dc) for direction, (dr, dc) in MOVES.items()]
@@ -230,8 +276,13 @@ def _turn_search(episode: Episode, *, optimistic: bool) -> dict[Cell, tuple[int,
                     continue
                 visited[nxt] = 1
                 turns_of[nxt], first_of[nxt] = turns, first or (direction, steps)
+                if parent_of is not None:
+                    parent_of[nxt] = (index, (direction, steps))
                 order.append(nxt)
                 queue.append(nxt)
+    if came_from is not None and parent_of is not None:
+        came_from.update({(i // width - 1, i % width - 1): ((p // width - 1, p % width - 1), move)
+                          for i, (p, move) in parent_of.items()})
     return {(index // width - 1, index % width - 1): (turns_of[index], first_of[index]) for index in order}
 
 

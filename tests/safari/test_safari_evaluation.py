@@ -37,7 +37,7 @@ def test_expert_far_above_random_and_greedy_on_the_same_missions():
         split = metrics["agreement_by_situation"]
         assert set(split) <= set(SITUATIONS)
         assert abs(sum(part["share"] for part in split.values()) - 1.0) < 0.01
-    assert {"declare", "target in view", "explore (noted goal)", "explore (new goal)"} <= \
+    assert {"declare", "target in view", "explore (noted route)", "explore (new goal)"} <= \
         set(expert["agreement_by_situation"])
     assert all(part["agreement"] == 1.0 for part in expert["agreement_by_situation"].values())
     # it wanders where the expert explores (asked on greedy's states, the expert reads greedy's

@@ -12,7 +12,7 @@ from localqwen_safari.policies import (
     POLICIES,
     Decision,
     expert,
-    notepad_goal,
+    notepad_route,
     notepad_sightings,
     thought_consistent,
     thought_moves,
@@ -76,14 +76,29 @@ def test_expert_walks_to_a_sighting_remembered_in_its_notepad():
     assert "I have not seen a zebra yet" in expert(episode).thought  # out of view: it does not know yet
     first = expert(episode)
     assert first.situation == "explore (new goal)"
-    # the goal goes on the notepad, and the next turn walks on to it
+    # the goal and the moves left to it go on the notepad (a goal is at least two turns away), and
+    # the next turn takes the route's first move and writes the rest
     [(name, args)] = [call for call in first.calls if call[0] == "update_notepad"]
-    goal = notepad_goal(args["text"])
-    assert goal is not None and f"({goal[0]}, {goal[1]})" in first.thought
+    goal, route = notepad_route(args["text"])
+    assert goal is not None and route and f"({goal[0]}, {goal[1]})" in first.thought
     after = Episode.start(mission)
     after.play_turn(first.calls)
-    if after.position != goal:
-        assert expert(after).situation == "explore (noted goal)" and notepad_goal(after.notepad) == goal
+    follow = expert(after)
+    assert follow.situation == "explore (noted route)" and "I follow the route in my notepad" in follow.thought
+    assert follow.action() == [("move", {"direction": route[0][0], "steps": route[0][1]})]
+    written = next((a["text"] for n, a in follow.calls if n == "update_notepad"), after.notepad)
+    assert notepad_route(written) == ((goal, route[1:]) if len(route) > 1 else (None, []))
+    # a player that strayed from the route goes on to the same goal another way
+    strayed = Episode.start(mission)
+    strayed.notepad = args["text"]
+    off = next(d for d in ("up", "down", "left", "right") if d != route[0][0])
+    strayed.play_turn([("move", {"direction": off, "steps": 1})])
+    again = expert(strayed)
+    assert again.situation in ("explore (noted goal)", "explore (noted route)")  # not a new goal
+    kept = next((a["text"] for n, a in again.calls if n == "update_notepad"), strayed.notepad)
+    assert notepad_route(kept)[0] in (goal, None)  # None: the goal is one move away, the route ends
+    assert notepad_route("Seen: lion at (2, 3). Route to (9, 4): up 4, left 1.") == ((9, 4), [("up", 4), ("left", 1)])
+    assert notepad_route("Route to (1, 2): north 2.") == (None, [])
     episode.notepad = "Seen: zebra at (2, 0)."
     decision = expert(episode)
     assert "remembered from my notepad" in decision.thought and decision.situation == "target remembered"
