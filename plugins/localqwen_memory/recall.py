@@ -92,10 +92,10 @@ def spoken_date(timestamp: float) -> str:
     (on LoCoMo's temporal questions, ISO dates in the prompt cost most of the F1). English month
     names whatever the locale, since the prompts are English."""
     moment = time.localtime(timestamp)
-    return f"{moment.tm_mday} {_MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
+    return f"{moment.tm_mday} {MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
 
 
-_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
            "November", "December")
 
 
