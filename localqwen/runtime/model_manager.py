@@ -124,10 +124,10 @@ class ModelManager:
         ``download`` is False or offline mode is on."""
         text = str(model)
         local = Path(text).expanduser()
-        if local.exists() or text.endswith(".gguf") or text.startswith((".", "/", "~")) \
-                or (_reads_as_path(text) and catalog.find(text) is None):
-            return self.local(local)
         entry = catalog.find(text)
+        if local.exists() or text.endswith(".gguf") or text.startswith((".", "/", "~")) \
+                or (entry is None and _reads_as_path(text)):
+            return self.local(local)
         if entry is None:
             if "/" in text:  # an arbitrary hub repo
                 return self._resolve_repo(text, download=download, progress=progress, cancel=cancel)

@@ -81,6 +81,10 @@ class Recall:
         return {"path": self.path, "memories": [h.memory.id for h in self.hits], "elapsed_ms": self.elapsed_ms}
 
 
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+          "November", "December")  # English whatever the locale: the prompts are English
+
+
 def memory_date(timestamp: float) -> str:
     """A memory's date in tables and the recall step (ISO: sorts and scans in a column)."""
     return time.strftime("%Y-%m-%d", time.localtime(timestamp))
@@ -89,14 +93,9 @@ def memory_date(timestamp: float) -> str:
 def spoken_date(timestamp: float) -> str:
     """A date as people write it ("7 May 2023"), for prompts: a model copies the form it is shown,
     and an ISO date in an answer ("2023-05-07") reads badly and shares no word with "7 May 2023"
-    (on LoCoMo's temporal questions, ISO dates in the prompt cost most of the F1). English month
-    names whatever the locale, since the prompts are English."""
+    (on LoCoMo's temporal questions, ISO dates in the prompt cost most of the F1)."""
     moment = time.localtime(timestamp)
     return f"{moment.tm_mday} {MONTHS[moment.tm_mon - 1]} {moment.tm_year}"
-
-
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-           "November", "December")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ TURN_COST = 12  # unseen cells an extra turn of walking must be worth (tuned on 
 # notepad's first move, which a learner that sees one turn can do; the goal beside it lets a player
 # that strayed from the route go on to the same goal (what it needs is still on the notepad) instead
 # of choosing anew from what it has seen (bench_safari_imitation_ceiling.py: with routes alone, an
-# imitator's wrong new-goal moves cost 4 points of success and 7 of agreement). Goals 3 turns away
+# imitator's wrong new-goal moves cost 3 points of success and 7 of agreement). Goals 3 turns away
 # cost 12-17 points of success against 2.
 PLAN_TURN_COST = 9
 PLAN_MIN_TURNS = 2
@@ -141,8 +141,9 @@ def _found_calls(episode: Episode, species: str) -> list[Call]:
 def expert(episode: Episode) -> Decision:
     """Walks to the current target once it has ever seen it (its notepad remembers sightings);
     otherwise explores: it picks the reachable ground that shows the most unseen cells, writes the
-    moves left to it on its notepad as a route and follows the route over the next turns (a new
-    goal once the route is done, or its next move is no longer open, or a move was stopped)."""
+    goal and the moves left to it on its notepad and follows that route over the next turns; when
+    the route no longer leads to its goal over known ground (the player strayed, or a move was
+    stopped) it goes to the same goal another way, and once the route is done it picks a new goal."""
     here = episode.position
     visible = visible_animals(episode)
     sightings = notepad_sightings(episode.notepad) + visible
@@ -280,7 +281,7 @@ def _turn_search(episode: Episode, *, optimistic: bool,
                     parent_of[nxt] = (index, (direction, steps))
                 order.append(nxt)
                 queue.append(nxt)
-    if came_from is not None and parent_of is not None:
+    if parent_of is not None:  # only when came_from was given
         came_from.update({(i // width - 1, i % width - 1): ((p // width - 1, p % width - 1), move)
                           for i, (p, move) in parent_of.items()})
     return {(index // width - 1, index % width - 1): (turns_of[index], first_of[index]) for index in order}
