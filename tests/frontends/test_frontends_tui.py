@@ -288,7 +288,10 @@ async def test_chat_stop_keeps_the_partial_answer(app):
         screen = app.screen
         screen.query_one("#chat-input", Input).value = "count 500"
         await pilot.click("#chat-send")
-        await wait_for(pilot, lambda: len(screen.query(ChatMessage).last().text) > 10)
+        # The answer's widget mounts a moment after the click; until then there is no last message.
+        await wait_for(pilot, lambda: screen.query(ChatMessage)
+                       and screen.query(ChatMessage).last().role == "assistant"
+                       and len(screen.query(ChatMessage).last().text) > 10)
         await pilot.click("#chat-stop")
         await wait_for(pilot, lambda: not screen.busy)
         assert screen.query(ChatMessage).last().done.status == "cancelled"
