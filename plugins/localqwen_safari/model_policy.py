@@ -21,6 +21,7 @@ from localqwen_safari.render import render_view
 from localqwen_safari.world import SPECIES_LETTER
 
 if TYPE_CHECKING:
+    from localqwen.plugin_api import Context
     from localqwen.runtime.engine.base import Engine, GenerationSettings
     from localqwen.vocabulary.cancel import CancelToken
 
@@ -114,3 +115,20 @@ class ModelPolicy:
         path = self.image_dir / f"{episode.mission.id}_t{episode.turn + 1:02d}.png"
         path.write_bytes(render_view(episode, blank=self.blank_image))
         return str(path)
+
+
+def engine_policy(ctx: Context, image_dir: Path, *, model: str = "", adapter: str | None = None,
+                  prompt: str = "full", max_new_tokens: int = 256, **ablation: bool) -> ModelPolicy:
+    """A :class:`ModelPolicy` on the engine ``ctx`` loads for ``model`` (empty: the configured
+    vision model) with ``adapter``; what the CLI, the TUI and the web view all play with. A text-only
+    Qwen3 plays too: it reads the view as text rows (:func:`text_view`)."""
+    from localqwen.runtime.engine import GenerationSettings
+
+    try:
+        engine = ctx.engine(model or None, adapter=adapter or None, task="vision")
+    except ValueError as exc:
+        if not model or "is a text model" not in str(exc):
+            raise
+        engine = ctx.engine(model, adapter=adapter or None, task="text")
+    return ModelPolicy(engine, image_dir, settings=GenerationSettings(max_new_tokens=max_new_tokens),
+                       cancel=ctx.cancel, prompt=prompt, keep_replies=False, **ablation)

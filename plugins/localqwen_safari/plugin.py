@@ -245,19 +245,10 @@ class Safari(Plugin):
 
 def _model_policy(form: PlayForm | EvaluateForm, ctx: Context, image_dir: Path, **ablation: bool) -> Any:
     """The engine-backed policy (loaded once per run; the engine is shared by its ablations)."""
-    from localqwen.runtime.engine import GenerationSettings
-    from localqwen_safari.model_policy import ModelPolicy
+    from localqwen_safari.model_policy import engine_policy
 
-    adapter = str(form.adapter) if form.adapter else None
-    try:
-        engine = ctx.engine(form.model or None, adapter=adapter, task="vision")
-    except ValueError as exc:
-        if not form.model or "is a text model" not in str(exc):
-            raise
-        # a text-only Qwen3 plays too: it reads the view as text rows (model_policy.text_view)
-        engine = ctx.engine(form.model, adapter=adapter, task="text")
-    return ModelPolicy(engine, image_dir, settings=GenerationSettings(max_new_tokens=form.max_new_tokens),
-                       cancel=ctx.cancel, prompt=form.prompt, keep_replies=False, **ablation)
+    return engine_policy(ctx, image_dir, model=form.model, adapter=str(form.adapter) if form.adapter else None,
+                         prompt=form.prompt, max_new_tokens=form.max_new_tokens, **ablation)
 
 
 def _pick_mission(form: PlayForm) -> Any:

@@ -2,9 +2,11 @@
 replay a saved episode, export it as a GIF, or play a mission with the keyboard.
 
 Watching: space plays / pauses, ``.`` and ``,`` step forward and back, ``+`` / ``-`` change the
-speed. Playing: the arrows move one step, ``f`` declares the current target found, ``d`` declares
-done, ``n`` writes the notepad (sent with the next turn). The game logic lives in
-``human.py`` / ``replay.py``; this file only draws and forwards keys.
+speed. A model plays live: each turn shows as soon as the model has played it (the viewer waits at
+the newest turn), and Stop ends the game. Playing: the arrows move one step, ``f`` declares the
+current target found, ``d`` declares done, ``n`` writes the notepad (sent with the next turn). The
+game logic lives in ``human.py`` / ``replay.py`` / ``watching.py``; this file only draws and
+forwards keys.
 """
 
 from __future__ import annotations
@@ -24,11 +26,12 @@ from textual.widget import Widget
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 
 from localqwen.tui.widgets.image_block import half_block_strips
+from localqwen.vocabulary.cancel import Cancelled, CancelToken
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
+from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice
 
 SPEEDS = (2.0, 1.0, 0.5, 0.25, 0.1)  # seconds per turn while playing
-POLICIES = ("expert", "greedy", "random")  # the scripted ones: a model plays from the CLI, then replays here
 VIEW_CELL_PX, MAP_CELL_PX = 16, 8  # render.py's sizes: one cell of the view / map image
 
 
@@ -84,6 +87,11 @@ class SafariScreen(Screen[None]):
     SafariScreen #map { margin-left: 1; }
     SafariScreen #notepad-input { display: none; }
     SafariScreen #notepad-input.editing { display: block; }
+    SafariScreen #model-controls { height: auto; display: none; }
+    SafariScreen #model-controls.shown { display: block; }
+    SafariScreen #model-controls #model { width: 2fr; }
+    SafariScreen #model-controls #adapter { width: 1fr; }
+    SafariScreen #model-controls #max-tokens { width: 10; }
     """
     BINDINGS = [
         Binding("escape", "back", "Back"),
@@ -115,13 +123,16 @@ class SafariScreen(Screen[None]):
         self.note = ""  # where the frames came from, shown under the turn's status
         self.game: HumanPlay | None = None
         self.gif_path: Path | None = None  # the last GIF written
+        self.live = False  # a game is still being played: more frames will come
         self._timer: Any = None
+        self._cancel: Any = None  # the live game's cancel token
+        self._generation = 0  # frames from a game that was replaced are dropped
 
     # -- layout ------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Label(Text("Safari: watch, replay, play", style="bold"), id="title")
         with Horizontal(id="controls"):
-            yield Select([(name, name) for name in POLICIES], value="expert", allow_blank=False, id="policy")
+            yield Select([(name, name) for name in WATCHABLE], value="expert", allow_blank=False, id="policy")
             yield Select([("find-one", "find-one"), ("find-two", "find-two")], value="find-one", allow_blank=False,
                          id="kind")
             yield Input("7", type="integer", placeholder="seed", id="seed")
@@ -130,6 +141,13 @@ class SafariScreen(Screen[None]):
             yield Input(placeholder="episode.jsonl to replay", id="episode-path")
             yield Button("Open", id="open")
             yield Button("GIF", id="gif")
+        with Horizontal(id="model-controls"):  # shown for the model policy
+            yield Input(placeholder="model id or folder (empty: the configured vision model)", id="model")
+            yield Input(placeholder="adapter folder (optional)", id="adapter")
+            yield Select([("full prompt", "full"), ("compact prompt", "compact")], value="full", allow_blank=False,
+                         id="prompt")
+            yield Input("256", type="integer", placeholder="reply tokens", id="max-tokens")
+            yield Button("Stop", id="stop", variant="error")
         with Horizontal(id="main"):
             with Vertical(id="left"):
                 yield CellPicture(VIEW_CELL_PX, 4, id="view")
@@ -159,31 +177,99 @@ class SafariScreen(Screen[None]):
 
     def on_unmount(self) -> None:
         self._stop_timer()
+        self._stop_live()
 
     # -- watching ----------------------------------------------------------------------------------
+    @on(Select.Changed, "#policy")
+    def _policy_changed(self, event: Select.Changed) -> None:
+        self.query_one("#model-controls").set_class(event.value == "model", "shown")
+
     @on(Button.Pressed, "#watch")
     def _watch_pressed(self) -> None:
         try:
             seed = int(self.query_one("#seed", Input).value or "0")
+            tokens = int(self.query_one("#max-tokens", Input).value or "256")
         except ValueError:
-            self._say("The seed must be a whole number.", error=True)
+            self._say("The seed and the reply tokens must be whole numbers.", error=True)
+            return
+        if not 8 <= tokens <= 4096:
+            self._say("Reply tokens must be between 8 and 4096.", error=True)
             return
         policy, kind = str(self.query_one("#policy", Select).value), str(self.query_one("#kind", Select).value)
-        self._say(f"{policy} is playing {kind} seed {seed}…")
-        self._play_policy(policy, kind, seed)
+        choice = ModelChoice(model=self.query_one("#model", Input).value.strip(),
+                             adapter=self.query_one("#adapter", Input).value.strip(),
+                             prompt=str(self.query_one("#prompt", Select).value), max_new_tokens=tokens)
+        who = f"the model ({choice.describe()})" if policy == "model" else policy
+        self._stop_live()
+        self.playing = False
+        self._stop_timer()
+        self.frames, self.index, self.game = [], 0, None  # the new game's first turn starts the viewer
+        self.refresh_bindings()
+        self.live = True
+        self._cancel = CancelToken()
+        self._say(f"{who} is playing {kind} seed {seed}…" + (" (loading the model first)" if policy == "model" else ""))
+        self._play_live(self._generation, self._cancel, policy, kind, seed, choice)
 
-    @work(thread=True, exclusive=True, group="safari-load")
-    def _play_policy(self, policy: str, kind: str, seed: int) -> None:
+    @on(Button.Pressed, "#stop")
+    def _stop_pressed(self) -> None:
+        if self.live:
+            self._stop_live()
+            self._show_end(None, "stopped: the game was not saved")
+
+    def _stop_live(self) -> None:
+        """End the live game, if any: its thread stops after the turn it is on, and whatever it
+        still sends is dropped (the generation moves on)."""
+        if self._cancel is not None:
+            self._cancel.cancel("stopped from the Safari screen")
+            self._cancel = None
+        self._generation += 1
+        self.live = False
+
+    @work(thread=True, group="safari-live")
+    def _play_live(self, generation: int, cancel: Any, policy: str, kind: str, seed: int, choice: ModelChoice) -> None:
+        """Play in this thread; each frame goes to the screen as soon as the turn is played."""
         from localqwen_safari.missions import mission_for_seed
-        from localqwen_safari.policies import get_policy
-        from localqwen_safari.replay import play_to_end
 
-        frames, log = play_to_end(mission_for_seed(kind, seed), get_policy(policy), policy)
-        saved = log.save(self.outputs_dir / f"watch-{log.mission.id}-{policy}.jsonl")
-        self.app.call_from_thread(self.load_frames, frames, f"{log.mission.id}-{policy}", f"saved {saved}")
+        context = self.app.bench.context(self.plugin.id, cancel) if policy == "model" else None
+        game = LiveGame(mission_for_seed(kind, seed), policy, self.outputs_dir, context=context, model=choice)
+        try:
+            for frame in game.frames():
+                self.app.call_from_thread(self._add_frame, generation, frame, game.source)
+        except Cancelled:
+            return
+        except Exception as exc:  # a missing model, a broken adapter, out of memory: said, not raised
+            self.app.call_from_thread(self._live_ended, generation, None, f"{type(exc).__name__}: {exc}")
+            return
+        self.app.call_from_thread(self._live_ended, generation, game.saved, "")
+
+    def _add_frame(self, generation: int, frame: Frame, source: str) -> None:
+        if generation != self._generation:
+            return  # a replaced or stopped game's late turn
+        if not self.frames:
+            self.load_frames([frame], source, "playing live…")
+            self.live = True
+            return
+        self.frames.append(frame)  # the timer moves on to it (it waits at the newest turn while live)
+        self._show_frame()
+
+    def _live_ended(self, generation: int, saved: Path | None, problem: str) -> None:
+        if generation != self._generation:
+            return
+        self.live = False
+        self._cancel = None
+        self._show_end(saved, problem)
+
+    def _show_end(self, saved: Path | None, problem: str) -> None:
+        if problem and not self.frames:
+            self._say(problem, error=True)
+            return
+        self.note = f"saved {saved}" if saved else problem
+        self.refresh_bindings()
+        self._show_frame()
 
     @on(Button.Pressed, "#open")
     def _open_pressed(self) -> None:
+        self._stop_live()
         path = self.query_one("#episode-path", Input).value.strip()
         if not path:
             self._say("Type the path of an episode.jsonl (play saves one in its output folder).", error=True)
@@ -207,6 +293,7 @@ class SafariScreen(Screen[None]):
     def load_frames(self, frames: list[Frame], source: str, note: str = "") -> None:
         """Show ``frames`` from the first turn, playing at the current speed."""
         self.game = None
+        self.live = False
         self.frames, self.index, self.source, self.note = frames, 0, source, note
         self._show_frame()
         self.playing = True
@@ -220,7 +307,8 @@ class SafariScreen(Screen[None]):
         self.query_one("#map", CellPicture).show(frame.map)
         state = "playing" if self.playing else "paused"
         lines = [f"{frame.mission}", f"{frame.status()} · {state} · {SPEEDS[self.speed]:g} s/turn"]
-        self._say("\n".join(lines + ([self.note] if self.note else [])))
+        note = f"playing live: {len(self.frames)} turns played so far (Stop ends the game)" if self.live else self.note
+        self._say("\n".join(lines + ([note] if note else [])))
         self.query_one("#thought", Static).update(Text("Thought: " + (frame.thought or "(none)")))
         self.query_one("#calls", Static).update(Text("\n".join("› " + line for line in frame.call_lines())))
         self.query_one("#notepad", Static).update(Text("Notepad: " + (frame.notepad or "(empty)")))
@@ -236,6 +324,8 @@ class SafariScreen(Screen[None]):
             self._timer = None
 
     def _tick(self) -> None:
+        if self.index + 1 >= len(self.frames) and self.live:
+            return  # waiting at the newest turn for the next one
         if self.index + 1 >= len(self.frames):
             self.playing = False
             self._stop_timer()
@@ -271,6 +361,9 @@ class SafariScreen(Screen[None]):
         if not self.frames:
             self._say("Nothing to export yet: watch, open or finish a game first.", error=True)
             return
+        if self.live:
+            self._say("The game is still being played: export it when it ends (or Stop it).", error=True)
+            return
         self._export_gif(list(self.frames), self.outputs_dir / f"{self.source}.gif")
 
     @work(thread=True, exclusive=True, group="safari-gif")
@@ -296,6 +389,7 @@ class SafariScreen(Screen[None]):
         self.start_game(HumanPlay.for_seed(str(self.query_one("#kind", Select).value), seed))
 
     def start_game(self, game: HumanPlay) -> None:
+        self._stop_live()
         self.playing = False
         self._stop_timer()
         self.frames, self.index, self.game = [], 0, game

@@ -1,6 +1,6 @@
 """The Safari plugin's own web view (the ``build_tab`` hook): watch a policy step by step with
-play / pause / step / speed, replay an uploaded episode, download it as a GIF, and play a mission
-with buttons.
+play / pause / step / speed (a model live, turn by turn as it plays), replay an uploaded episode,
+download it as a GIF, and play a mission with buttons.
 
 The handlers are methods of :class:`SafariWeb` taking and returning plain values (the tests call
 them directly); :func:`build_tab` only wires them to Gradio components. Each browser session
@@ -10,13 +10,14 @@ keeps its frames and its game in ``gr.State``.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
+from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice
 
-POLICIES = ("expert", "greedy", "random")  # the scripted ones; a model's game is played by the CLI, then replayed
 SCALE = 2  # the pictures are small (160 and 256 px): doubled, pixel for pixel, for the page
 
 
@@ -48,21 +49,51 @@ class SafariWeb:
     """The page's handlers. A viewer state is a dict: frames, index, source (for file names),
     note (where the frames came from) and playing."""
 
-    def __init__(self, outputs_dir: Path) -> None:
+    def __init__(self, outputs_dir: Path, context: Callable[[], Any] | None = None) -> None:
         self.outputs_dir = Path(outputs_dir)
+        self.context = context  # makes the app's Context (loads the model's engine); None: scripted only
 
     # -- watching and replaying --------------------------------------------------------------------
-    def watch(self, policy: str, kind: str, seed: float | int | None) -> tuple[Any, ...]:
-        """Play ``policy`` on the seed's mission (saved as an episode) and start showing it."""
+    def watch(self, policy: str, kind: str, seed: float | int | None, model: str | None = "",
+              adapter: str | None = "", prompt: str | None = "full", max_new_tokens: float | int | None = 256,
+              viewer: dict[str, Any] | None = None) -> Iterator[tuple[Any, ...]]:
+        """Play ``policy`` on the seed's mission (saved as an episode) and show it: a scripted game
+        from its first turn once played (in a blink); a model's turn by turn while it plays (each
+        turn takes it a while), the page following the newest. A model that cannot load, or a
+        failure mid-game, is said where the turn's text goes and keeps what was shown."""
         from localqwen_safari.missions import mission_for_seed
-        from localqwen_safari.policies import get_policy
-        from localqwen_safari.replay import play_to_end
 
-        frames, log = play_to_end(mission_for_seed(kind, int(seed or 0)), get_policy(policy), policy)
-        self.outputs_dir.mkdir(parents=True, exist_ok=True)
-        saved = log.save(self.outputs_dir / f"watch-{log.mission.id}-{policy}.jsonl")
-        return self._start({"frames": frames, "index": 0, "source": f"{log.mission.id}-{policy}",
-                            "note": f"saved {saved}", "playing": True})
+        choice = ModelChoice(model=(model or "").strip(), adapter=(adapter or "").strip(), prompt=prompt or "full",
+                             max_new_tokens=int(max_new_tokens or 256))
+        if policy == "model" and self.context is None:
+            yield self._problem(viewer, "This page cannot load models (no app context).")
+            return
+        if not 8 <= choice.max_new_tokens <= 4096:
+            yield self._problem(viewer, "Reply tokens must be between 8 and 4096.")
+            return
+        game = LiveGame(mission_for_seed(kind, int(seed or 0)), policy, self.outputs_dir,
+                        context=self.context() if policy == "model" else None, model=choice)
+        frames: list[Frame] = []
+        try:
+            for frame in game.frames():
+                frames.append(frame)
+                if policy == "model":
+                    live = {"frames": list(frames), "index": len(frames) - 1, "source": game.source,
+                            "note": f"the model ({choice.describe()}) is playing: {len(frames)} turns so far",
+                            "playing": False}
+                    yield (live, *self._shown(live), self._timer(False))
+        except Exception as exc:  # a missing model, a broken adapter, out of memory: said, not raised
+            yield self._problem(viewer if not frames else {"frames": frames, "index": len(frames) - 1,
+                                                           "source": game.source, "note": "", "playing": False},
+                                f"{type(exc).__name__}: {exc}")
+            return
+        if policy == "model":  # watched live: stay on the last turn
+            done = {"frames": frames, "index": len(frames) - 1, "source": game.source, "note": f"saved {game.saved}",
+                    "playing": False}
+            yield (done, *self._shown(done), self._timer(False))
+            return
+        yield self._start({"frames": frames, "index": 0, "source": game.source, "note": f"saved {game.saved}",
+                           "playing": True})
 
     def open_file(self, path: str | None, viewer: dict[str, Any] | None) -> tuple[Any, ...]:
         """Replay an uploaded episode file; a bad one leaves the current frames and says why."""
@@ -187,17 +218,27 @@ def build_tab(plugin: Any, bench: Any) -> None:
     """The web view's hook: the Safari page inside the plugin's tab."""
     import gradio as gr
 
-    web = SafariWeb(Path(bench.paths.outputs_dir) / plugin.id)
+    from localqwen.vocabulary.cancel import CancelToken
+
+    web = SafariWeb(Path(bench.paths.outputs_dir) / plugin.id, context=lambda: bench.context(plugin.id, CancelToken()))
     with gr.Tabs():
         with gr.Tab("Watch and replay", id="safari-watch-tab"):
             viewer = gr.State(None)
             with gr.Row():
-                policy = gr.Dropdown(list(POLICIES), value="expert", label="Policy", elem_id="safari-policy")
+                policy = gr.Dropdown(list(WATCHABLE), value="expert", label="Policy", elem_id="safari-policy")
                 kind = gr.Dropdown(["find-one", "find-two"], value="find-one", label="Mission", elem_id="safari-kind")
                 seed = gr.Number(7, precision=0, minimum=0, label="Seed", elem_id="safari-seed")
                 watch = gr.Button("Watch", variant="primary", elem_id="safari-watch")
                 upload = gr.File(label="Replay a saved episode (episode.jsonl)", file_types=[".jsonl"],
                                  type="filepath", elem_id="safari-episode")
+            with gr.Row(visible=False) as model_row:  # for the model policy
+                model = gr.Textbox(label="Model (id or folder; empty: the configured vision model)",
+                                   elem_id="safari-model")
+                adapter = gr.Textbox(label="Adapter folder (optional)", elem_id="safari-adapter")
+                prompt = gr.Dropdown(["full", "compact"], value="full", label="Prompt profile", elem_id="safari-prompt")
+                tokens = gr.Number(256, precision=0, minimum=8, maximum=4096, label="Reply tokens",
+                                   elem_id="safari-max-tokens")
+                stop = gr.Button("Stop", variant="stop", elem_id="safari-stop")
             with gr.Row():
                 view = gr.Image(label="The agent's view", type="pil", interactive=False, elem_id="safari-view")
                 world_map = gr.Image(label="The map and the path", type="pil", interactive=False, elem_id="safari-map")
@@ -213,7 +254,9 @@ def build_tab(plugin: Any, bench: Any) -> None:
                 gif_file = gr.File(label="GIF download", interactive=False, elem_id="safari-gif-file")
             timer = gr.Timer(1.0, active=False)
             shown = [viewer, view, world_map, words, timer]
-            watch.click(web.watch, [policy, kind, seed], shown)
+            policy.change(lambda name: gr.update(visible=name == "model"), [policy], [model_row])
+            watching = watch.click(web.watch, [policy, kind, seed, model, adapter, prompt, tokens, viewer], shown)
+            stop.click(None, cancels=[watching])
             upload.upload(web.open_file, [upload, viewer], shown)
             back.click(lambda v: web.step(v, -1), [viewer], shown)
             forward.click(lambda v: web.step(v, 1), [viewer], shown)

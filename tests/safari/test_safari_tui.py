@@ -108,3 +108,58 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             assert not isinstance(app.screen, SafariScreen)
 
     asyncio.run(scenario())
+
+
+def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen3_vl_path):
+    """A real (tiny, untrained) Qwen3-VL plays in the screen: its turns show while it still
+    plays, the finished game is saved, Stop ends a game between turns, and a model folder that
+    does not exist is said in the status line."""
+    from localqwen_safari.tui import SafariScreen
+    from textual.widgets import Input, Select, Static
+
+    async def scenario():
+        app = tui_app
+        async with app.run_test(size=SIZE) as pilot:
+            await wait_for(pilot, lambda: app.screen.query("#view-safari"))
+            await pilot.pause(0.3)
+            await pilot.click("#view-safari")
+            await wait_for(pilot, lambda: isinstance(app.screen, SafariScreen))
+            screen = app.screen
+
+            def status() -> str:
+                return str(screen.query_one("#status", Static).render())
+
+            assert not screen.query_one("#model-controls").display
+            screen.query_one("#policy", Select).value = "model"
+            await wait_for(pilot, lambda: screen.query_one("#model-controls").display)
+            screen.query_one("#model", Input).value = str(tiny_qwen3_vl_path)
+            screen.query_one("#max-tokens", Input).value = "8"
+            await pilot.click("#watch")
+            seen_while_live: list[int] = []
+
+            def finished() -> bool:
+                if screen.live:
+                    seen_while_live.append(len(screen.frames))
+                return not screen.live and bool(screen.frames)
+
+            await wait_for(pilot, finished, timeout=120)
+            assert len(screen.frames) == 25 and any(0 < n < 25 for n in seen_while_live), seen_while_live
+            saved = screen.outputs_dir / "watch-find-one-7-model.jsonl"
+            assert saved.is_file() and f"saved {saved}" in status()
+            saved.unlink()
+
+            screen.query_one("#max-tokens", Input).value = "512"  # long replies: the game lasts well past Stop
+            await pilot.click("#watch")  # again, stopped after its first turn
+            await wait_for(pilot, lambda: screen.frames, timeout=60)
+            await pilot.click("#stop")
+            assert not screen.live and "stopped: the game was not saved" in status()
+            shown = len(screen.frames)
+            await pilot.pause(1.0)
+            assert len(screen.frames) == shown < 25 and not saved.exists()
+
+            screen.query_one("#model", Input).value = str(screen.outputs_dir / "no-such-model")
+            await pilot.click("#watch")
+            await wait_for(pilot, lambda: not screen.live, timeout=60)
+            assert "model folder not found" in status()
+
+    asyncio.run(scenario())

@@ -18,7 +18,7 @@ def test_the_page_is_part_of_the_web_app(monkeypatch):
     ids = {c.get("props", {}).get("elem_id") for c in web.blocks.get_config_file()["components"]}
     assert {"safari-watch", "safari-view", "safari-map", "safari-play", "safari-step", "safari-speed", "safari-gif",
             "safari-episode", "safari-human-up", "safari-human-found", "safari-human-done",
-            "safari-human-note"} <= ids
+            "safari-human-note", "safari-model", "safari-adapter", "safari-max-tokens", "safari-stop"} <= ids
     assert "safari-replay" in web.actions  # the generated form for the replay action sits beside it
 
 
@@ -26,7 +26,7 @@ def test_watch_step_play_to_the_end_gif_and_replay_an_upload(tmp_path):
     from PIL import Image
 
     web = SafariWeb(tmp_path)
-    viewer, view, world_map, words, timer = web.watch("expert", "find-one", 7)
+    [(viewer, view, world_map, words, timer)] = list(web.watch("expert", "find-one", 7))  # one update: played at once
     turns = len(viewer["frames"])
     assert viewer["index"] == 0 and timer["active"] is True
     assert view.size == (320, 320) and world_map.size == (512, 512)
@@ -51,6 +51,36 @@ def test_watch_step_play_to_the_end_gif_and_replay_an_upload(tmp_path):
     kept, view, _, words, timer = web.open_file(str(broken), replayed)
     assert "broken.jsonl line 3: 'turn' is 9, expected 2" in words and kept["frames"] == replayed["frames"]
     assert view == {"__type__": "update"} and timer["active"] is False
+
+
+def test_a_model_plays_live_turn_by_turn_and_its_game_replays(tmp_path, tiny_qwen3_vl_path):
+    """A real (tiny, untrained) Qwen3-VL plays through the app's engine: the page gets one update
+    per turn as it is played, the last one names the saved episode, and that episode replays.
+    A model that cannot load is said on the page and keeps what was shown."""
+    from localqwen.app import Workbench
+    from localqwen.vocabulary.cancel import CancelToken
+
+    bench = Workbench.create()
+    web = SafariWeb(tmp_path, context=lambda: bench.context("safari", CancelToken()))
+    updates = list(web.watch("model", "find-one", 7, str(tiny_qwen3_vl_path), "", "full", 8, None))
+    *live, (viewer, view, world_map, words, timer) = updates
+    turns = len(viewer["frames"])
+    assert turns == 25 and len(live) == turns  # one update per turn while it plays, then the end
+    assert [len(update[0]["frames"]) for update in live] == list(range(1, turns + 1))
+    assert "is playing: 3 turns so far" in live[2][3] and "Turn 3/25" in live[2][3]
+    assert viewer["index"] == turns - 1 and timer["active"] is False and "out of turns" in words
+    saved = tmp_path / "watch-find-one-7-model.jsonl"
+    assert f"saved {saved}" in words
+    assert all(len(list((tmp_path / "model-views").glob(f"*_t{n:02d}.png"))) == 1 for n in (1, turns))
+    replayed, *_ = web.open_file(str(saved), None)
+    assert [f.calls for f in replayed["frames"]] == [f.calls for f in viewer["frames"]]
+
+    [(kept, view, _, words, timer)] = list(web.watch("model", "find-one", 7, str(tmp_path / "no-such-model"), "",
+                                                     "full", 8, viewer))
+    assert kept["frames"] == viewer["frames"] and view == {"__type__": "update"} and "⚠️" in words
+    assert "no-such-model" in words and timer["active"] is False
+    [(_, _, _, words, _)] = list(SafariWeb(tmp_path).watch("model", "find-one", 7))
+    assert "cannot load models" in words
 
 
 def test_play_a_mission_with_the_buttons(tmp_path, short_walk):
