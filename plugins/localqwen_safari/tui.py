@@ -29,7 +29,7 @@ from localqwen.tui.widgets.image_block import half_block_strips
 from localqwen.vocabulary.cancel import Cancelled, CancelToken
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
-from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice
+from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice, turns_so_far
 
 SPEEDS = (2.0, 1.0, 0.5, 0.25, 0.1)  # seconds per turn while playing
 VIEW_CELL_PX, MAP_CELL_PX = 16, 8  # render.py's sizes: one cell of the view / map image
@@ -307,7 +307,7 @@ class SafariScreen(Screen[None]):
         self.query_one("#map", CellPicture).show(frame.map)
         state = "playing" if self.playing else "paused"
         lines = [f"{frame.mission}", f"{frame.status()} · {state} · {SPEEDS[self.speed]:g} s/turn"]
-        note = f"playing live: {len(self.frames)} turns played so far (Stop ends the game)" if self.live else self.note
+        note = f"playing live: {turns_so_far(len(self.frames))} (Stop ends the game)" if self.live else self.note
         self._say("\n".join(lines + ([note] if note else [])))
         self.query_one("#thought", Static).update(Text("Thought: " + (frame.thought or "(none)")))
         self.query_one("#calls", Static).update(Text("\n".join("› " + line for line in frame.call_lines())))

@@ -38,6 +38,10 @@ class ModelChoice:
         return name + (f" + {Path(self.adapter).name}" if self.adapter else "")
 
 
+def turns_so_far(count: int) -> str:
+    return f"{count} turn{'s' * (count != 1)} so far"
+
+
 class LiveGame:
     """One mission played by one policy, frame by frame (:meth:`frames`); ``saved`` is the episode
     file once the game is over. ``context`` is needed for the model (it loads the engine) and

@@ -16,7 +16,7 @@ from typing import Any
 
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
-from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice
+from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice, turns_so_far
 
 SCALE = 2  # the pictures are small (160 and 256 px): doubled, pixel for pixel, for the page
 
@@ -79,7 +79,7 @@ class SafariWeb:
                 frames.append(frame)
                 if policy == "model":
                     live = {"frames": list(frames), "index": len(frames) - 1, "source": game.source,
-                            "note": f"the model ({choice.describe()}) is playing: {len(frames)} turns so far",
+                            "note": f"the model ({choice.describe()}) is playing: {turns_so_far(len(frames))}",
                             "playing": False}
                     yield (live, *self._shown(live), self._timer(False))
         except Exception as exc:  # a missing model, a broken adapter, out of memory: said, not raised
@@ -255,7 +255,9 @@ def build_tab(plugin: Any, bench: Any) -> None:
             timer = gr.Timer(1.0, active=False)
             shown = [viewer, view, world_map, words, timer]
             policy.change(lambda name: gr.update(visible=name == "model"), [policy], [model_row])
-            watching = watch.click(web.watch, [policy, kind, seed, model, adapter, prompt, tokens, viewer], shown)
+            # a model's turns stream in: a small spinner, not an overlay hiding them
+            watching = watch.click(web.watch, [policy, kind, seed, model, adapter, prompt, tokens, viewer], shown,
+                                   show_progress="minimal")
             stop.click(None, cancels=[watching])
             upload.upload(web.open_file, [upload, viewer], shown)
             back.click(lambda v: web.step(v, -1), [viewer], shown)

@@ -67,7 +67,7 @@ def test_a_model_plays_live_turn_by_turn_and_its_game_replays(tmp_path, tiny_qwe
     turns = len(viewer["frames"])
     assert turns == 25 and len(live) == turns  # one update per turn while it plays, then the end
     assert [len(update[0]["frames"]) for update in live] == list(range(1, turns + 1))
-    assert "is playing: 3 turns so far" in live[2][3] and "Turn 3/25" in live[2][3]
+    assert "is playing: 1 turn so far" in live[0][3] and "is playing: 3 turns so far" in live[2][3] and "Turn 3/25" in live[2][3]
     assert viewer["index"] == turns - 1 and timer["active"] is False and "out of turns" in words
     saved = tmp_path / "watch-find-one-7-model.jsonl"
     assert f"saved {saved}" in words
@@ -145,3 +145,38 @@ def test_real_browser_watches_steps_and_plays(browser):
         wait.until(ec.text_to_be_present_in_element((By.ID, "safari-human-words"), "Turn 0/25"))
         driver.find_element(By.ID, "safari-human-up").click()
         wait.until(ec.text_to_be_present_in_element((By.ID, "safari-human-words"), "Turn 1/25"))
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+def test_real_browser_watches_a_model_play_live(browser, tiny_qwen3_vl_path):
+    """Picking ``model`` shows its fields; a real (tiny, untrained) Qwen3-VL then plays in the
+    served page, its turns arriving one by one, and the finished game is saved."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
+    from web_process import served_web
+
+    driver = browser
+    driver.set_window_size(1400, 1200)
+    with served_web({"LOCALQWEN_PLUGINS": "safari"}, base_port=17980) as view:
+        driver.get(view.url)
+        wait = WebDriverWait(driver, 90)
+        wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Safari')]"))).click()
+        wait.until(ec.element_to_be_clickable((By.XPATH, "//button[@role='tab'][contains(., 'Custom view')]"))).click()
+        assert not driver.find_elements(By.CSS_SELECTOR, "#safari-model textarea, #safari-model input")
+        choice = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, "#safari-policy input")))
+        choice.click()
+        choice.send_keys(Keys.CONTROL, "a")
+        choice.send_keys("model", Keys.ENTER)
+        model = wait.until(ec.visibility_of_element_located((By.CSS_SELECTOR, "#safari-model textarea, #safari-model input")))
+        model.send_keys(str(tiny_qwen3_vl_path))
+        tokens = driver.find_element(By.CSS_SELECTOR, "#safari-max-tokens input")
+        tokens.send_keys(Keys.CONTROL, "a")
+        tokens.send_keys("8")
+        driver.find_element(By.ID, "safari-watch").click()
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-words"), "so far"))  # a turn, while it plays
+        wait.until(ec.text_to_be_present_in_element((By.ID, "safari-words"), "saved "))
+        words = driver.find_element(By.ID, "safari-words").text
+        assert "Turn 25/25" in words and "out of turns" in words and "watch-find-one-7-model.jsonl" in words
