@@ -19,6 +19,23 @@ async def wait_for(pilot, condition, timeout: float = 30.0) -> None:
         await pilot.pause(0.05)
 
 
+async def open_safari(pilot, app):
+    """From the home screen to the Safari screen, as a user clicks."""
+    from localqwen_safari.tui import SafariScreen
+
+    await wait_for(pilot, lambda: app.screen.query("#view-safari"))
+    await pilot.pause(0.3)
+    await pilot.click("#view-safari")
+    await wait_for(pilot, lambda: isinstance(app.screen, SafariScreen))
+    return app.screen
+
+
+def status_of(screen) -> str:
+    from textual.widgets import Static
+
+    return str(screen.query_one("#status", Static).render())
+
+
 @pytest.fixture
 def tui_app(monkeypatch):
     from localqwen.app import Workbench
@@ -39,14 +56,10 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
     async def scenario():
         app = tui_app
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.query("#view-safari"))
-            await pilot.pause(0.3)
-            await pilot.click("#view-safari")
-            await wait_for(pilot, lambda: isinstance(app.screen, SafariScreen))
-            screen = app.screen
+            screen = await open_safari(pilot, app)
 
             def status() -> str:
-                return str(screen.query_one("#status", Static).render())
+                return status_of(screen)
 
             # watch the expert
             await pilot.click("#watch")
@@ -114,20 +127,15 @@ def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen
     """A real (tiny, untrained) Qwen3-VL plays in the screen: its turns show while it still
     plays, the finished game is saved, Stop ends a game between turns, and a model folder that
     does not exist is said in the status line."""
-    from localqwen_safari.tui import SafariScreen
-    from textual.widgets import Input, Select, Static
+    from textual.widgets import Input, Select
 
     async def scenario():
         app = tui_app
         async with app.run_test(size=SIZE) as pilot:
-            await wait_for(pilot, lambda: app.screen.query("#view-safari"))
-            await pilot.pause(0.3)
-            await pilot.click("#view-safari")
-            await wait_for(pilot, lambda: isinstance(app.screen, SafariScreen))
-            screen = app.screen
+            screen = await open_safari(pilot, app)
 
             def status() -> str:
-                return str(screen.query_one("#status", Static).render())
+                return status_of(screen)
 
             assert not screen.query_one("#model-controls").display
             screen.query_one("#policy", Select).value = "model"
