@@ -61,7 +61,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 if prompt == "full":
                     context, thought = turn.context, turn.decision.thought
                 else:
-                    context, thought = turn.compact_context, compact_thought(turn.decision.thought, turn.position)
+                    context, thought = turn.compact_context, compact_thought(turn.decision.thought)
                 chat_rows.write(json.dumps(conversation_row(image_file, context, thought, calls, tools, system=system),
                                            ensure_ascii=False) + "\n")
                 rows += 1

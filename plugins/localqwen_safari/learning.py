@@ -31,7 +31,7 @@ def tokenizer_corpus(episodes: int = 60) -> list[str]:
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], CORPUS_SEED_START + index))
         for turn in play_turns(episode, expert):
             lines.append(turn.compact_context)
-            lines.append("Thought: " + compact_thought(turn.decision.thought, turn.position))
+            lines.append("Thought: " + compact_thought(turn.decision.thought))
             lines += ['<tool_call>\n{"name": "' + name + '", "arguments": ' + json.dumps(arguments) + "}\n</tool_call>"
                       for name, arguments in turn.decision.calls]
     return lines

@@ -20,7 +20,6 @@ class Turn:
     runs: list[ToolRun]
     reference: Decision | None = None  # what the teacher (the expert) would have done in the same state
     compact_context: str = ""  # the context in the compact prompt profile (Episode.compact_context)
-    position: tuple[int, int] | None = None  # where the player stood when it chose
 
 
 def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
@@ -28,9 +27,9 @@ def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
     """Yield each turn after it ran, until the episode is over. ``teacher`` is asked on the very
     state the policy saw (teacher forcing), before the policy's calls change it."""
     while not episode.done:
-        context, compact, position = episode.context_text(), episode.compact_context(), episode.position
+        context, compact = episode.context_text(), episode.compact_context()
         view = render_view(episode) if render else None
         reference = teacher(episode) if teacher is not None else None
         decision = policy(episode)
         runs = episode.play_turn(decision.calls)
-        yield Turn(episode.turn, context, view, decision, runs, reference, compact, position)
+        yield Turn(episode.turn, context, view, decision, runs, reference, compact)

@@ -36,41 +36,24 @@ def system_prompt(prompt: str) -> str:
 
 _SENTENCE_END = re.compile(r"(?<=\.) (?=[A-Z])")
 _TARGET_PLACE = re.compile(r"The (\w+) \((in view|remembered from my notepad)\) is at \((\d+), (\d+)\), ([^.]+)\.")
-_SEEN_ANIMAL = re.compile(r"\b(an? )(\w+) at \((\d+), (\d+)\)")
 
 
-def compact_thought(thought: str, here: tuple[int, int] | None = None) -> str:
-    """The expert's Thought for the compact profile (a tiny model's): what it sees, where the target
-    is when it knows, and its decision, in as few tokens as say it.
-
-    - What it sees, placed from where it stands ("I see a lion 2 rows down and 3 cols right." or "I
-      see no animals."), when ``here`` (its position when it chose) is given. Read straight off the
-      image, with no coordinates to work out, so every row asks the model to look: with only the
-      decision to learn from, a tiny model never learned to (teacher-forced it picked the direction
-      to a target in view less often than always naming the commonest direction, and in play it
-      explored past targets in plain view).
-    - A remembered target's place ("The zebra is at (5, 9), 4 rows down."; its coordinates are in
-      the notepad). A target in view is already placed by what it sees.
-    - The decision, the last sentence ("I move left 3 steps towards it.", "... so I declare it
-      found."), still stated as 'I move <direction> <n> steps', so Thought-Action consistency is
-      checked exactly as for the full Thought.
-
-    The full Thought's coordinates of every animal seen and its reasons for exploring are left out:
-    every reply token is a decode step for every episode of an evaluation batch, and the sightings
-    go into the notepad call anyway."""
-    from localqwen_safari.policies import offset_text
-
-    sentences = _SENTENCE_END.split(thought.strip())
-    parts = []
-    if here is not None and sentences[0].startswith("I see "):
-        parts.append(_SEEN_ANIMAL.sub(lambda m: f"{m.group(1)}{m.group(2)} "
-                                      f"{offset_text(here, (int(m.group(3)), int(m.group(4))))}", sentences[0]))
+def compact_thought(thought: str) -> str:
+    """The expert's Thought for the compact profile: its decision (the last sentence: "I move left 3
+    steps towards it.", "... so I declare it found."), after where the target is when it knows: "The
+    lion is 2 rows down and 3 cols right." for one in view (read off the image: no coordinates to
+    work out), "The lion is at (6, 20), 2 rows down and 3 cols right." for one remembered (its
+    coordinates come from the notepad). Every reply token is a decode step for every episode of an
+    evaluation batch, and the "I see ..." inventory is in the notepad call anyway; but without the
+    target's place a tiny model had to map the image straight to a direction word and never learned
+    to (teacher-forced on in-view turns it stated the right direction less often than always saying
+    the commonest one). The move is still stated as 'I move <direction> <n> steps', so Thought-Action
+    consistency is checked exactly as for the full Thought."""
+    decision = _SENTENCE_END.split(thought.strip())[-1]
     target = _TARGET_PLACE.search(thought)
-    if target is not None:
-        species, where, row, col, offset = target.groups()
-        if where != "in view":
-            parts.append(f"The {species} is at ({row}, {col}), {offset}.")
-        elif here is None:
-            parts.append(f"The {species} is {offset}.")
-    parts.append(sentences[-1])
-    return " ".join(parts)
+    if target is None:
+        return decision
+    species, where, row, col, offset = target.groups()
+    if where == "in view":
+        return f"The {species} is {offset}. {decision}"
+    return f"The {species} is at ({row}, {col}), {offset}. {decision}"

@@ -5,7 +5,6 @@ trained from scratch on expert episodes (the bench's code, shortened) beats its 
 from __future__ import annotations
 
 import json
-import re
 
 import pytest
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
@@ -62,9 +61,7 @@ def test_compact_rows_train_on_the_text_the_compact_policy_reads(tmp_path):
     assert asked[0] == system and asked[1]["content"][1] == user["content"][1]
     for row, seed_row in zip(rows, seed_rows, strict=True):
         thought = row["messages"][2]["content"].removeprefix("Thought: ")
-        at = re.search(r"At \((\d+), (\d+)\)\.", row["messages"][1]["content"][1]["text"])
-        assert thought == compact_thought(seed_row["thought"], (int(at.group(1)), int(at.group(2))))
-        assert thought.startswith("I see ")  # every row asks the model to look
+        assert thought == compact_thought(seed_row["thought"])
         calls = [(call["function"]["name"], call["function"]["arguments"]) for call in row["messages"][2]["tool_calls"]]
         assert thought_consistent(Decision(thought, calls)), thought
     # dataset.jsonl (the seed's format) keeps the full prompt, context and Thought
@@ -83,12 +80,6 @@ def test_compact_context_and_thought():
     assert compact_thought("I see a lion at (0, 0). The lion (in view) is at (0, 0), 1 row up and 1 col left. "
                            "I move left 1 step towards it.") == \
         "The lion is 1 row up and 1 col left. I move left 1 step towards it."  # in view: the place, no coordinates
-    # with where the player stood, what it sees is placed from there, and a target in view needs no more
-    assert compact_thought("I see a lion at (0, 0), a zebra at (2, 4). The lion (in view) is at (0, 0), 1 row up and "
-                           "1 col left. I move left 1 step towards it.", (1, 1)) == \
-        "I see a lion 1 row up and 1 col left, a zebra 1 row down and 3 cols right. I move left 1 step towards it."
-    assert compact_thought("I see no animals. I follow the route in my notepad to (3, 4). I move up 2 steps to "
-                           "explore.", (5, 4)) == "I see no animals. I move up 2 steps to explore."
     assert compact_thought("I see no animals. The zebra (remembered from my notepad) is at (5, 9), 4 rows down. "
                            "I move down 3 steps towards it.") == \
         "The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
