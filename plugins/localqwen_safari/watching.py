@@ -18,6 +18,7 @@ from localqwen_safari.replay import Frame, record_play
 
 if TYPE_CHECKING:
     from localqwen.plugin_api import Context
+    from localqwen_safari.policies import Policy
 
 SCRIPTED = ("expert", "greedy", "random")
 WATCHABLE = (*SCRIPTED, "model")
@@ -76,7 +77,7 @@ class LiveGame:
                 self.saved = log.save(self.outputs_dir / f"watch-{self.source}.jsonl")
             yield frame
 
-    def _policy(self):
+    def _policy(self) -> Policy:
         from localqwen_safari.policies import get_policy
 
         if self.policy_name != "model":
