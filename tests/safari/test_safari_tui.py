@@ -58,9 +58,6 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_safari(pilot, app)
 
-            def status() -> str:
-                return status_of(screen)
-
             # watch the expert
             await pilot.click("#watch")
             await wait_for(pilot, lambda: screen.frames)
@@ -68,9 +65,9 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             assert not screen.playing
             start = screen.index
             await pilot.press("full_stop")
-            assert screen.index == start + 1 and f"Turn {start + 2}/25" in status()
+            assert screen.index == start + 1 and f"Turn {start + 2}/25" in status_of(screen)
             await pilot.press("comma")
-            assert screen.index == start and "paused" in status()
+            assert screen.index == start and "paused" in status_of(screen)
             assert "Thought:" in str(screen.query_one("#thought", Static).render())
             assert screen.query_one("#map", CellPicture).strips and len(screen.query_one("#map", CellPicture).strips) == 32
             await pilot.press("plus", "plus")
@@ -92,13 +89,13 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             screen.frames = []
             await pilot.click("#open")
             await wait_for(pilot, lambda: screen.frames)
-            assert len(screen.frames) == turns and "checked against its world" in status()
+            assert len(screen.frames) == turns and "checked against its world" in status_of(screen)
             # a broken file says why
             broken = saved.with_name("broken.jsonl")
             broken.write_text(saved.read_text()[:-20])
             screen.query_one("#episode-path", Input).value = str(broken)
             await pilot.click("#open")
-            await wait_for(pilot, lambda: "cut off" in status())
+            await wait_for(pilot, lambda: "cut off" in status_of(screen))
 
             # play by hand to the target, with a note on the way
             screen.query_one("#seed", Input).value = str(seed)
@@ -116,7 +113,7 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             await pilot.press("d")
             assert screen.game.done and screen.game.episode.outcome == "success"
             assert (screen.outputs_dir / f"human-find-one-{seed}.jsonl").is_file()
-            assert len(screen.frames) == len(steps) + 2 and "success" in status()
+            assert len(screen.frames) == len(steps) + 2 and "success" in status_of(screen)
             await pilot.press("escape")
             assert not isinstance(app.screen, SafariScreen)
 
@@ -134,9 +131,6 @@ def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen
         async with app.run_test(size=SIZE) as pilot:
             screen = await open_safari(pilot, app)
 
-            def status() -> str:
-                return status_of(screen)
-
             assert not screen.query_one("#model-controls").display
             screen.query_one("#policy", Select).value = "model"
             await wait_for(pilot, lambda: screen.query_one("#model-controls").display)
@@ -153,14 +147,14 @@ def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen
             await wait_for(pilot, finished, timeout=120)
             assert len(screen.frames) == 25 and any(0 < n < 25 for n in seen_while_live), seen_while_live
             saved = screen.outputs_dir / "watch-find-one-7-model.jsonl"
-            assert saved.is_file() and f"saved {saved}" in status()
+            assert saved.is_file() and f"saved {saved}" in status_of(screen)
             saved.unlink()
 
             screen.query_one("#max-tokens", Input).value = "512"  # long replies: the game lasts well past Stop
             await pilot.click("#watch")  # again, stopped after its first turn
             await wait_for(pilot, lambda: screen.frames, timeout=60)
             await pilot.click("#stop")
-            assert not screen.live and "stopped: the game was not saved" in status()
+            assert not screen.live and "stopped: the game was not saved" in status_of(screen)
             shown = len(screen.frames)
             await pilot.pause(1.0)
             assert len(screen.frames) == shown < 25 and not saved.exists()
@@ -168,6 +162,6 @@ def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen
             screen.query_one("#model", Input).value = str(screen.outputs_dir / "no-such-model")
             await pilot.click("#watch")
             await wait_for(pilot, lambda: not screen.live, timeout=60)
-            assert "model folder not found" in status()
+            assert "model folder not found" in status_of(screen)
 
     asyncio.run(scenario())
