@@ -246,7 +246,7 @@ class SafariScreen(Screen[None]):
         if generation != self._generation:
             return  # a replaced or stopped game's late turn
         if not self.frames:
-            self.load_frames([frame], source, "playing live…")
+            self.load_frames([frame], source)  # the status line says it plays live while it does
             self.live = True
             return
         self.frames.append(frame)  # the timer moves on to it (it waits at the newest turn while live)

@@ -74,22 +74,23 @@ class SafariWeb:
         game = LiveGame(mission_for_seed(kind, int(seed or 0)), policy, self.outputs_dir,
                         context=self.context() if policy == "model" else None, model=choice)
         frames: list[Frame] = []
+
+        def at_last_turn(note: str) -> dict[str, Any]:
+            """The viewer paused on the newest turn (a model's game is watched as it is played)."""
+            return {"frames": list(frames), "index": len(frames) - 1, "source": game.source, "note": note,
+                    "playing": False}
+
         try:
             for frame in game.frames():
                 frames.append(frame)
                 if policy == "model":
-                    live = {"frames": list(frames), "index": len(frames) - 1, "source": game.source,
-                            "note": f"the model ({choice.describe()}) is playing: {turns_so_far(len(frames))}",
-                            "playing": False}
+                    live = at_last_turn(f"the model ({choice.describe()}) is playing: {turns_so_far(len(frames))}")
                     yield (live, *self._shown(live), self._timer(False))
         except Exception as exc:  # a missing model, a broken adapter, out of memory: said, not raised
-            yield self._problem(viewer if not frames else {"frames": frames, "index": len(frames) - 1,
-                                                           "source": game.source, "note": "", "playing": False},
-                                f"{type(exc).__name__}: {exc}")
+            yield self._problem(at_last_turn("") if frames else viewer, f"{type(exc).__name__}: {exc}")
             return
-        if policy == "model":  # watched live: stay on the last turn
-            done = {"frames": frames, "index": len(frames) - 1, "source": game.source, "note": f"saved {game.saved}",
-                    "playing": False}
+        if policy == "model":
+            done = at_last_turn(f"saved {game.saved}")
             yield (done, *self._shown(done), self._timer(False))
             return
         yield self._start({"frames": frames, "index": 0, "source": game.source, "note": f"saved {game.saved}",
