@@ -76,6 +76,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="constant suits a run the time budget may cut anywhere; cosine / linear decay to 0 "
                              "at --max-steps (set it to what --train-minutes allows)")
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
+    parser.add_argument("--vision-warmup-steps", type=int,
+                        help="tiny only: steps of vision warm-up before training (vision_warmup.py), after which "
+                             "the vision tower is frozen; 0 trains everything from the start (default 600; quick 150)")
     parser.add_argument("--seeds", type=int, help="held-out seeds per mission kind (default 300; quick 20)")
     parser.add_argument("--eval-batch", type=int, default=100, help="episodes played in lockstep per generate")
     parser.add_argument("--max-new-tokens", type=int, default=128,
@@ -98,6 +101,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.train_minutes = args.train_minutes or (3.0 if args.quick else 30.0)
     args.eval_minutes = args.eval_minutes or (5.0 if args.quick else 0.0)
     args.ablation_seeds = args.ablation_seeds or args.seeds
+    if args.vision_warmup_steps is None:
+        args.vision_warmup_steps = 150 if args.quick else 600
     args.learning_rate = args.learning_rate or (2e-3 if tiny else 2e-4)
     return args
 
@@ -132,9 +137,21 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
                           learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},
-                          max_length=400 if tiny else 2048, lr_scheduler=args.lr_scheduler)
-    return run.model, {"seconds": run.seconds, "summary": run.summary, "steps": run.steps,
-                       "stopped_by_budget": run.stopped_by_budget}
+                          max_length=400 if tiny else 2048, lr_scheduler=args.lr_scheduler,
+                          vision_warmup_steps=args.vision_warmup_steps if tiny else 0,
+                          on_warmup_step=lambda step, total, loss: print(
+                              f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
+                          if step % 100 == 0 or step == total else None)
+    training = {"seconds": run.seconds, "summary": run.summary, "steps": run.steps,
+                "stopped_by_budget": run.stopped_by_budget}
+    if run.warmup is not None:
+        from dataclasses import asdict
+
+        training["vision_warmup"] = {**asdict(run.warmup), "model": str(run.warmup.model)}
+        print(f"vision warm-up: {run.warmup.steps} steps on {run.warmup.views} views in {run.warmup.seconds:.0f} s; "
+              f"held-out cells right {run.warmup.cell_accuracy:.3f}, animal cells {run.warmup.animal_recall:.3f}",
+              flush=True)
+    return run.model, training
 
 
 # -- evaluation -----------------------------------------------------------------------------------

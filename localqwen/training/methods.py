@@ -59,8 +59,13 @@ def apply_method(model: Any, method: str, options: dict[str, Any] | None = None)
     if method == FULL:
         from localqwen.adapters.targets import count_parameters
 
-        for parameter in model.parameters():
-            parameter.requires_grad_(True)
+        # ``freeze_vision_tower``: a vision-language model's vision tower (and its mergers) keeps
+        # its weights, as LLaMA-Factory's option of that name: for a tower that was trained
+        # beforehand (a pretrained model, or the safari plugin's vision warm-up) and that the
+        # replies' gradient would only blur.
+        freeze_vision = bool((options or {}).get("freeze_vision_tower", False))
+        for name, parameter in model.named_parameters():
+            parameter.requires_grad_(not (freeze_vision and "visual" in name.split(".")))
         return MethodResult(model, method, *count_parameters(model))
     info = apply_adapter(model, method, dict(options or {}))
     return MethodResult(info.model, method, info.trainable_params, info.total_params)

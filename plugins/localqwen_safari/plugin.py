@@ -54,6 +54,18 @@ class GenerateForm(Form):
                                                     "or compact (one line, no schema) for a tiny model.")
 
 
+class WarmupForm(Form):
+    model: Path = field(label="Model folder", widget="folder",
+                        help="A Qwen3-VL folder whose vision tower starts from scratch (e.g. a tiny one built from a config).")
+    output_dir: Path | None = field(None, label="Output folder", widget="folder",
+                                    help="Where the warmed-up model goes; empty = the plugin's outputs.")
+    episodes: int = field(2000, label="Episodes", ge=1, le=1_000_000,
+                          help="Expert episodes whose views it learns from (the same seeds generate uses).")
+    steps: int = field(600, label="Steps", ge=1, le=1_000_000)
+    learning_rate: float = field(2e-3, label="Learning rate", gt=0, advanced=True)
+    seed_start: int = field(100_000, label="First seed", ge=0, advanced=True)
+
+
 class EvaluateForm(Form):
     policy: list[PolicyName] = field(default_factory=lambda: ["expert"], label="Policies",
                                      help="One or more (repeat --policy); each runs on the same missions.")
@@ -183,6 +195,58 @@ class Safari(Plugin):
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "
                                               f"(expert success {summary['expert_success_rate']:.0%}) in {out}")
+
+    # -- vision warm-up --------------------------------------------------------------------------
+    @action(form=WarmupForm, title="Warm up a vision tower",
+            description="Teach a from-scratch vision tower to read the view's cells before training on replies.")
+    def warmup(self, form: WarmupForm, ctx: Context):
+        import queue
+        import threading
+
+        from localqwen_safari.vision_warmup import warm_up_vision
+
+        if not (form.model / "config.json").is_file():
+            yield ev.Error(message=f"not a model folder (no config.json): {form.model}", field="model")
+            yield ev.Done(status="failed", summary=f"not a model folder: {form.model}")
+            return
+        out = (form.output_dir or ctx.outputs_dir / f"warmup-{form.model.name}").expanduser()
+        tracker = ev.ProgressTracker(form.steps, unit="steps", task="vision warm-up")
+        # Training reports through a callback; the action yields events: a queue between the two threads.
+        events: queue.Queue[Any] = queue.Queue()
+        outcome: dict[str, Any] = {}
+
+        def on_step(step: int, total: int, loss: float) -> None:
+            ctx.cancel.raise_if_cancelled()
+            if step % 10 == 0 or step == total:
+                events.put(tracker.update(step, message=f"loss {loss:.4f}"))
+
+        def work() -> None:
+            try:
+                outcome["result"] = warm_up_vision(form.model, out, episodes=form.episodes, steps=form.steps,
+                                                   learning_rate=form.learning_rate, seed_start=form.seed_start,
+                                                   on_step=on_step)
+            except BaseException as exc:  # handed to the action's thread below
+                outcome["error"] = exc
+            finally:
+                events.put(None)
+
+        yield ev.Log(message=f"collecting the views of {form.episodes} expert episodes")
+        thread = threading.Thread(target=work, name="safari-vision-warmup", daemon=True)
+        thread.start()
+        while (event := events.get()) is not None:
+            yield event
+        thread.join()
+        if "error" in outcome:
+            raise outcome["error"]
+        result = outcome["result"]
+        yield ev.FileWritten(path=str(result.model), description="the model with its vision tower warmed up; "
+                                                                 "train it with method full and "
+                                                                 "options {freeze_vision_tower = true}")
+        yield ev.Done(result={"model": str(result.model), "steps": result.steps, "views": result.views,
+                              "seconds": result.seconds, "final_loss": result.final_loss,
+                              "cell_accuracy": result.cell_accuracy, "animal_recall": result.animal_recall},
+                      summary=f"vision warm-up: {result.steps} steps on {result.views} views in {result.seconds:.0f} s; "
+                              f"held-out cells right {result.cell_accuracy:.1%}, animal cells {result.animal_recall:.1%}")
 
     # -- evaluate ---------------------------------------------------------------------------------
     @action(form=EvaluateForm, title="Evaluate policies",
