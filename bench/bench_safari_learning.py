@@ -37,7 +37,7 @@ sys.path.insert(0, str(ROOT / "plugins"))
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 EVAL_SEED_START = 1000  # the README's evaluation seeds; training seeds start at 100,000
-HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 12  # expert rows for the teacher-forced check (~200 moves)
+HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 60  # expert rows for the teacher-forced check (~1,000 moves)
 GOALS = {  # the goals for the trained model
     "find-one success": ">= 0.65", "find-two success": ">= 0.35", "valid tool calls": ">= 0.99",
     "action agreement": ">= 0.85", "thought consistency": ">= 0.95",
@@ -304,10 +304,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if not (held / "conversations.jsonl").exists():
             for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt):
                 pass
-        report["teacher_forced"] = asdict(move_accuracy(trained, held))
+        report["teacher_forced"] = asdict(move_accuracy(trained, held, limit=1500))
         print("teacher-forced on held-out expert rows: " + ", ".join(
             f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
-            for key, value in report["teacher_forced"].items()), flush=True)
+            for key, value in report["teacher_forced"].items() if key != "by_situation"), flush=True)
+        for situation, scores in report["teacher_forced"]["by_situation"].items():
+            print(f"  {situation}: {scores['rows']:.0f} rows, direction {scores['direction']:.3f} "
+                  f"(commonest {scores['majority']:.3f})", flush=True)
 
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
 

@@ -147,9 +147,13 @@ def summarise(results: list[dict]) -> dict[str, Any]:
                               "session_all_at_5": sum(r["session_all_at_5"] for r in results) / n,
                               "p95_ms": float(np.percentile([r["ms"] for r in results], 95)) if results else 0.0,
                               "p95_cpu_ms": float(np.percentile([r["cpu_ms"] for r in results], 95)) if results else 0.0}
+    by_category: dict[str, float | None] = {}
     for number, name in CATEGORIES.items():
         rows = [r for r in results if r["category"] == number]
         report[name] = sum(r["all_at_10"] for r in rows) / len(rows) if rows else None
+        by_category[name] = sum(r["session_all_at_5"] for r in rows) / len(rows) if rows else None
+    # where session all@5 is lost: multi-hop questions need every one of their 2-4 sessions in the five
+    report["session_all_at_5_by_category"] = by_category
     return report
 
 

@@ -56,7 +56,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 seed_rows.write(json.dumps({
                     "episode": index, "mission": mission.id, "kind": mission.kind, "turn": turn.number,
                     "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": turn.context,
-                    "thought": turn.decision.thought, "tool_calls": calls,
+                    "thought": turn.decision.thought, "situation": turn.decision.situation, "tool_calls": calls,
                     "results": [run.result for run in turn.runs]}, ensure_ascii=False) + "\n")
                 if prompt == "full":
                     context, thought = turn.context, turn.decision.thought

@@ -7,10 +7,11 @@ bench/bench_safari_learning.py runs the full proof; tests/safari runs a short on
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -158,6 +159,9 @@ class MoveAccuracy:
     move: float  # share whose direction and step count it predicts
     majority: float  # share of the commonest direction among these rows: what always saying it scores
     tokens: float  # share of all their reply tokens predicted right, teacher-forced (the reply's form and copying)
+    # the stated direction's accuracy apart for each situation of the expert's decision (target in
+    # view, noted route, ...; dataset.jsonl's "situation"), each with its rows and commonest direction's share
+    by_situation: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def move_accuracy(model: Path, data: Path, *, limit: int = 200) -> MoveAccuracy:
@@ -181,9 +185,14 @@ def move_accuracy(model: Path, data: Path, *, limit: int = 200) -> MoveAccuracy:
     directions: Counter[str] = Counter()
     right_direction = right_move = rows = 0
     token_hits = token_count = 0
-    with (Path(data) / "conversations.jsonl").open(encoding="utf-8") as lines:
+    situations: dict[str, Counter[str]] = {}  # situation -> directions stated
+    situation_right: Counter[str] = Counter()  # situation -> rows whose direction the model predicts
+    seed_rows = Path(data) / "dataset.jsonl"  # the same turns in the same order, with the situation
+    with (Path(data) / "conversations.jsonl").open(encoding="utf-8") as lines, \
+            (seed_rows.open(encoding="utf-8") if seed_rows.exists() else open(os.devnull, encoding="utf-8")) as seeds:
         for line in lines:
             row = json.loads(line)
+            situation = json.loads(seeds.readline() or "{}").get("situation", "")
             reply = row["messages"][-1]["content"]
             stated = reply.split("I move ", 1)[1].split()[:2] if "I move " in reply else []
             if len(stated) < 2:
@@ -214,9 +223,17 @@ def move_accuracy(model: Path, data: Path, *, limit: int = 200) -> MoveAccuracy:
             directions[stated[0]] += 1
             right_direction += predicted[:len(direction)] == direction
             right_move += predicted == direction + steps
+            if situation:
+                tally = situations.setdefault(situation, Counter())
+                tally[stated[0]] += 1
+                situation_right[situation] += predicted[:len(direction)] == direction
             if rows >= limit:
                 break
     if not rows:
         raise ValueError(f"no reply with a stated move in {data}")
+    by_situation = {}
+    for situation, tally in situations.items():
+        count = sum(tally.values())
+        by_situation[situation] = {"rows": count, "direction": situation_right[situation] / count, "majority": max(tally.values()) / count}
     return MoveAccuracy(rows, right_direction / rows, right_move / rows, max(directions.values()) / rows,
-                        token_hits / max(1, token_count))
+                        token_hits / max(1, token_count), by_situation)

@@ -15,6 +15,11 @@ def test_locomo_one_conversation_beats_the_baseline():
     assert report["questions"] == report["baseline"]["questions"] > 100
     assert report["all_at_10"] > report["baseline"]["all_at_10"]
     assert report["p95_ms"] < 50
+    by_category = report["session_all_at_5_by_category"]
+    assert set(by_category) == {"multi_hop", "temporal", "open_domain", "single_hop"}
+    # the overall share is the questions' mean, so it lies between its categories' shares
+    shares = [value for value in by_category.values() if value is not None]
+    assert min(shares) <= report["session_all_at_5"] <= max(shares)
 
 
 def test_locomo_observations_as_facts_count_for_their_source_turns():

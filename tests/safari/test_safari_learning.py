@@ -104,3 +104,7 @@ def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_pa
     # full run (3,400 steps) reaches 92% and 61%
     assert before.tokens < 0.05 and after.tokens >= 0.6, (before, after)
     assert before.direction < 0.05 and after.direction >= 0.15, (before, after)
+    # the same rows split by what the expert's decision rested on (dataset.jsonl's "situation")
+    assert sum(s["rows"] for s in after.by_situation.values()) == after.rows
+    assert "explore (noted route)" in after.by_situation
+    assert all(0 <= s["direction"] <= 1 and 0 < s["majority"] <= 1 for s in after.by_situation.values())
