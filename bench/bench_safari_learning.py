@@ -76,6 +76,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="constant suits a run the time budget may cut anywhere; cosine / linear decay to 0 "
                              "at --max-steps (set it to what --train-minutes allows)")
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
+    parser.add_argument("--dagger-rounds", type=int, default=0,
+                        help="tiny only: rounds of training on the model's own states after the expert's "
+                             "episodes (dagger.py), within --train-minutes")
+    parser.add_argument("--dagger-episodes", type=int, default=400, help="missions the model plays per round")
+    parser.add_argument("--dagger-steps", type=int, default=3000, help="training steps per round")
+    parser.add_argument("--dagger-learning-rate", type=float, default=1e-3)
     parser.add_argument("--vision-warmup-steps", type=int,
                         help="tiny only: steps of vision warm-up before training (vision_warmup.py), after which "
                              "the vision tower is frozen; 0 trains everything from the start (default 600; quick 150)")
@@ -151,7 +157,40 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
         print(f"vision warm-up: {run.warmup.steps} steps on {run.warmup.views} views in {run.warmup.seconds:.0f} s; "
               f"held-out cells right {run.warmup.cell_accuracy:.3f}, animal cells {run.warmup.animal_recall:.3f}",
               flush=True)
-    return run.model, training
+    trained = run.model
+    if tiny and args.dagger_rounds:
+        trained = dagger_rounds(args, trained, work, prompt, training)
+    return trained, training
+
+
+def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str, training: dict[str, Any]) -> Path:
+    """--dagger-rounds rounds on the model's own states, each training on the expert's rows and
+    every round's so far, inside what is left of --train-minutes."""
+    from localqwen_safari.learning import dagger_round
+
+    folders = [work / "run" / "data"]  # the expert's rows the first run trained on
+    training["dagger"] = []
+    for number in range(1, args.dagger_rounds + 1):
+        left = args.train_minutes - training["seconds"] / 60
+        if left < 1:
+            print(f"no time left for DAgger round {number} (--train-minutes {args.train_minutes:g})", flush=True)
+            break
+        started = time.monotonic()
+        run, rows = dagger_round(model, folders, work / f"dagger-{number}", episodes=args.dagger_episodes,
+                                 steps=args.dagger_steps, learning_rate=args.dagger_learning_rate,
+                                 seed_start=300_000 + (number - 1) * args.dagger_episodes, prompt=prompt,
+                                 max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, minutes=left)
+        seconds = time.monotonic() - started
+        training["seconds"] += seconds
+        folders.append(work / f"dagger-{number}" / "rows")
+        model = run.model
+        training["dagger"].append({"round": number, **rows, "steps": run.steps, "seconds": round(seconds, 1),
+                                   "stopped_by_budget": run.stopped_by_budget, "summary": run.summary})
+        print(f"DAgger round {number}: the model won {rows['policy_success_rate']:.1%} of {rows['episodes']} "
+              f"missions, {rows['rows']} states labelled by the expert; trained {run.steps} steps on "
+              f"{rows['mixed_rows']} rows in {seconds:.0f} s ({training['seconds'] / 60:.1f} of "
+              f"{args.train_minutes:g} minutes used)", flush=True)
+    return model
 
 
 # -- evaluation -----------------------------------------------------------------------------------

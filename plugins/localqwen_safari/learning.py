@@ -90,7 +90,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     prompt: str = "compact", method: str = "full", method_options: dict[str, Any] | None = None,
                     max_length: int = 400, seed: int = 0, lr_scheduler: str = "constant_with_warmup",
                     vision_warmup_steps: int = 0,
-                    on_warmup_step: Callable[[int, int, float], None] | None = None) -> TrainingRun:
+                    on_warmup_step: Callable[[int, int, float], None] | None = None,
+                    data_file: Path | None = None) -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
@@ -98,7 +99,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     as "cosine" pays off when ``max_steps`` is what the budget allows). ``vision_warmup_steps``: a
     from-scratch model first gets that many steps of vision warm-up (vision_warmup.py) on the same
     episodes' views, and its vision tower is then frozen for the replies' training; the warm-up's
-    time comes out of ``minutes``."""
+    time comes out of ``minutes``. ``data_file``: train on these conversation rows (a DAgger round's
+    mix) instead of ``episodes`` fresh expert episodes."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -120,7 +122,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     Safari().register(extensions)
     config = parse_job_config({
         "output_dir": str(out), "model": {"path": str(model), "task": "vision"},
-        "data": {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt}}},
+        "data": {"train": str(data_file)} if data_file is not None else
+                {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt}}},
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
                      "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,
@@ -150,6 +153,46 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     if done.status != "ok":
         raise RuntimeError(f"the safari training job failed: {done.summary}")
     return TrainingRun(Path(result["final"]), seconds, done.summary, int(result.get("step", 0)), False, warmup)
+
+
+def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: int, steps: int,
+                 learning_rate: float = 1e-3, seed_start: int = 300_000, prompt: str = "compact",
+                 max_new_tokens: int = 160, batch_size: int = 8, minutes: float | None = None,
+                 on_progress: Callable[[Any], None] | None = None) -> tuple[TrainingRun, dict[str, Any]]:
+    """One round of training on the model's own states (dagger.py): ``model`` plays ``episodes``
+    missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the expert
+    labels every state it met, and training goes on from ``model`` for ``steps`` steps on those rows
+    together with every folder of ``data_folders`` (the expert's data, earlier rounds' rows), the
+    vision tower frozen. Returns the run and the rows' summary; this round's rows are in out/rows."""
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+    from localqwen_safari.dagger import aggregate, collect_rows
+    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.model_policy import ModelPolicy
+
+    kinds = list(KINDS)
+    missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
+    engine = TransformersEngine(model)
+    try:
+        policy = ModelPolicy(engine, out / "views", settings=GenerationSettings(max_new_tokens=max_new_tokens),
+                             prompt=prompt, keep_replies=False)
+        stream = collect_rows(policy, missions, out / "rows", prompt=prompt)
+        while True:
+            try:
+                event = next(stream)
+            except StopIteration as done:
+                summary = done.value
+                break
+            if on_progress is not None:
+                on_progress(event)
+    finally:
+        engine.close()
+    summary["mixed_rows"] = aggregate([*data_folders, out / "rows"], out / "mix.jsonl")
+    run = train_on_expert(model, out / "run", episodes=episodes, epochs=100, batch_size=batch_size,
+                          learning_rate=learning_rate, max_steps=steps, minutes=minutes, prompt=prompt,
+                          method_options={"freeze_vision_tower": True}, lr_scheduler="cosine",
+                          data_file=out / "mix.jsonl")
+    return run, summary
 
 
 @dataclass

@@ -100,7 +100,8 @@ def route_text(goal: Cell, moves: list[tuple[str, int]]) -> str:
     return f"Route to ({goal[0]}, {goal[1]}): " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
 
 
-def _notepad_text(sightings: list[tuple[str, Cell]]) -> str:
+def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
+    """The sightings line the expert keeps: "Seen: zebra at (5, 3); lion at (6, 20)." ("" for none)."""
     if not sightings:
         return ""
     order = {name: i for i, name in enumerate(SPECIES)}
@@ -148,7 +149,7 @@ def expert(episode: Episode) -> Decision:
     visible = visible_animals(episode)
     sightings = notepad_sightings(episode.notepad) + visible
     calls: list[Call] = []
-    notepad = _notepad_text(sightings)
+    notepad = notepad_text(sightings)
     if notepad and notepad != episode.notepad:
         calls.append(("update_notepad", {"text": notepad}))
     seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \

@@ -5,6 +5,7 @@ trained from scratch on expert episodes (the bench's code, shortened) beats its 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
@@ -78,7 +79,13 @@ def test_compact_context_and_thought():
                                  "move: moved left 1 step, now at row 1, col 1"]
     assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
     assert compact_thought("I see a lion at (0, 0). The lion (in view) is at (0, 0), 1 row up and 1 col left. "
-                           "I move left 1 step towards it.") == "I move left 1 step towards it."
+                           "I move left 1 step towards it.") == \
+        "The lion is 1 row up and 1 col left. I move left 1 step towards it."  # in view: the place, no coordinates
+    assert compact_thought("I see no animals. The zebra (remembered from my notepad) is at (5, 9), 4 rows down. "
+                           "I move down 3 steps towards it.") == \
+        "The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
+    assert compact_thought("I see no animals. I have not seen a lion yet. I follow the route in my notepad to "
+                           "(3, 4). I move up 2 steps to explore.") == "I move up 2 steps to explore."
     with pytest.raises(ValueError, match="unknown prompt profile 'tiny'"):
         system_prompt("tiny")
 
@@ -90,8 +97,16 @@ def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_pa
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=20)
     assert count_parameters(base) < 2_000_000
     run = train_on_expert(base, tmp_path / "run", episodes=20, epochs=4, batch_size=8, learning_rate=3e-3,
-                          max_steps=80, prompt="compact")
+                          max_steps=80, prompt="compact", vision_warmup_steps=60)
     assert run.steps == 80 and not run.stopped_by_budget
+    # the bench's recipe: the vision warm-up first, then the replies with the vision tower frozen
+    import torch
+    from safetensors.torch import load_file
+
+    warm, trained = (load_file(next(Path(folder).glob("*.safetensors"))) for folder in (run.warmup.model, run.model))
+    visual = [name for name in warm if ".visual." in f".{name}"]
+    assert visual and all(torch.equal(warm[name], trained[name]) for name in visual)
+    assert any(not torch.equal(warm[name], trained[name]) for name in warm if name not in visual)
     # Held-out expert rows (training uses seeds 100,000+), scored teacher-forced: 80 steps teach the
     # replies' language and the decision's place in it, not yet replies that hold up in free play
     # (the expert's notepad routes and sightings are long; the bench plays the full-size run).

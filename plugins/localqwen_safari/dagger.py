@@ -1,0 +1,122 @@
+"""Training on the learner's own states (DAgger): the model plays, the expert says what it should
+have done on every state the model reached, and those rows join the expert's for the next round.
+
+Why: trained only on the expert's episodes, the model never sees the states its own mistakes lead
+to (a route on its notepad that no longer leads anywhere, a sighting it invented, a move that ran
+into water), and in play those states are most of what it meets (README, "Why it does not play").
+
+The label is the expert's decision on the model's state with one fix: the expert trusts its
+notepad, and the model's notepad may hold sightings it never made. So the expert is asked with a
+notepad rebuilt from what the agent really saw (every animal on a cell it has had in view, and the
+route line the model wrote, which the expert follows only where it still leads to its goal), and
+the label writes that notepad back when the model's differs. On the expert's own states the label
+is exactly the expert's decision (tested).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from localqwen.vocabulary import events as ev
+from localqwen_safari.episode import Episode
+from localqwen_safari.evaluation import BatchPolicy
+from localqwen_safari.missions import Mission
+from localqwen_safari.policies import Decision, expert, notepad_route, notepad_text, route_text
+
+ROWS_FILE = "conversations.jsonl"
+SEED_ROWS_FILE = "dataset.jsonl"
+
+
+def honest_notepad(episode: Episode) -> str:
+    """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
+    has had in view, and the route line it wrote itself (kept as written)."""
+    seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
+    goal, route = notepad_route(episode.notepad)
+    route_line = route_text(goal, route) if goal is not None and route else ""
+    return " ".join(part for part in (notepad_text(seen), route_line) if part)
+
+
+def expert_label(episode: Episode) -> Decision:
+    """What the expert would do in the agent's state, asked with :func:`honest_notepad`; its calls
+    end with the agent's notepad made right (an ``update_notepad`` first when it differs)."""
+    honest = copy.deepcopy(episode)
+    honest.notepad = honest_notepad(episode)
+    decision = expert(honest)
+    written = next((arguments["text"] for name, arguments in decision.calls if name == "update_notepad"),
+                   honest.notepad)
+    calls = [call for call in decision.calls if call[0] != "update_notepad"]
+    if written != episode.notepad:
+        calls.insert(0, ("update_notepad", {"text": written}))
+    return Decision(decision.thought, calls, decision.situation)
+
+
+def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path, *, prompt: str = "compact",
+                 batch_size: int = 64) -> Iterator[Any]:
+    """Play ``missions`` with ``policy`` in lockstep and write every state it met, labelled by
+    :func:`expert_label`, as training rows (``conversations.jsonl`` in the trainer's format and
+    ``dataset.jsonl`` in the seed's, as ``generate`` writes them, images under ``images/``).
+    Yields progress; returns a summary (rows, the policy's success rate on these missions)."""
+    from localqwen_safari.dataset import conversation_row
+    from localqwen_safari.episode import tool_schemas
+    from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, compact_thought
+    from localqwen_safari.render import render_view
+
+    out_dir = Path(out_dir)
+    (out_dir / "images").mkdir(parents=True, exist_ok=True)
+    tools = tool_schemas() if prompt == "full" else None
+    system = SYSTEM_PROMPT if prompt == "full" else COMPACT_SYSTEM_PROMPT
+    tracker = ev.ProgressTracker(len(missions), unit="episodes", task="dagger", message="the model plays")
+    rows = successes = 0
+    with open(out_dir / SEED_ROWS_FILE, "w", encoding="utf-8") as seed_rows, \
+            open(out_dir / ROWS_FILE, "w", encoding="utf-8") as chat_rows:
+        for first in range(0, len(missions), batch_size):
+            group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
+            live = list(range(len(group)))
+            while live:
+                for index in live:
+                    episode = group[index]
+                    image_file = f"images/d{first + index:06d}_t{episode.turn + 1:02d}.png"
+                    (out_dir / image_file).write_bytes(render_view(episode))
+                    label = expert_label(episode)
+                    calls = [{"name": name, "arguments": arguments} for name, arguments in label.calls]
+                    context = episode.context_text() if prompt == "full" else episode.compact_context()
+                    thought = label.thought if prompt == "full" else compact_thought(label.thought)
+                    seed_rows.write(json.dumps({
+                        "episode": first + index, "mission": episode.mission.id, "kind": episode.mission.kind,
+                        "turn": episode.turn + 1, "image_file": image_file, "system_prompt": SYSTEM_PROMPT,
+                        "context_text": episode.context_text(), "thought": label.thought,
+                        "situation": label.situation, "tool_calls": calls}, ensure_ascii=False) + "\n")
+                    chat_rows.write(json.dumps(conversation_row(image_file, context, thought, calls, tools,
+                                                                system=system), ensure_ascii=False) + "\n")
+                    rows += 1
+                decisions = policy.decide([group[index] for index in live])
+                for index, decision in zip(live, decisions, strict=True):
+                    group[index].play_turn(decision.calls)
+                live = [index for index in live if not group[index].done]
+            successes += sum(episode.success for episode in group)
+            yield tracker.update(first + len(group))
+    return {"episodes": len(missions), "rows": rows, "policy_success_rate": round(successes / max(1, len(missions)), 4),
+            "conversations": str(out_dir / ROWS_FILE)}
+
+
+def aggregate(folders: Sequence[Path], out_file: Path) -> int:
+    """All the rows of ``folders`` (each holding a ``conversations.jsonl`` and its images) in one
+    file, image paths made absolute (DAgger trains on every round's rows and the expert's)."""
+    count = 0
+    out_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(out_file, "w", encoding="utf-8") as out:
+        for folder in folders:
+            with open(Path(folder) / ROWS_FILE, encoding="utf-8") as rows:
+                for line in rows:
+                    row = json.loads(line)
+                    for message in row["messages"]:
+                        for part in message["content"] if isinstance(message["content"], list) else []:
+                            if part.get("type") == "image" and not Path(part["image"]).is_absolute():
+                                part["image"] = str((Path(folder) / part["image"]).resolve())
+                    out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    count += 1
+    return count

@@ -1,0 +1,97 @@
+"""DAgger rows: the expert's label on the agent's own state (with a notepad rebuilt from what it
+really saw), rows written as the trainer reads them, and a real round with a tiny Qwen3-VL."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from localqwen_safari.dagger import aggregate, collect_rows, expert_label, honest_notepad
+from localqwen_safari.episode import Episode
+from localqwen_safari.missions import KINDS, Mission, mission_for_seed
+from localqwen_safari.policies import Decision, expert, random_policy
+
+from localqwen.training.data import read_rows, validate_rows
+
+
+def test_on_the_experts_own_states_the_label_is_the_experts_decision():
+    turns = 0
+    for seed in range(100_000, 100_012):
+        episode = Episode.start(mission_for_seed(list(KINDS)[seed % 2], seed))
+        while not episode.done:
+            decision = expert(episode)
+            label = expert_label(episode)
+            assert (label.thought, label.calls, label.situation) == (decision.thought, decision.calls, decision.situation)
+            episode.play_turn(decision.calls)
+            turns += 1
+    assert turns > 150
+
+
+def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
+    # a lion two cells away in view, and a zebra the agent has never seen
+    mission = Mission("m", "find-one", ("zebra",), map=("L.........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            ".........Z"), start=(2, 2))
+    episode = Episode.start(mission)
+    episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
+    assert honest_notepad(episode) == "Seen: lion at (0, 0). Route to (9, 2): down 4."
+    label = expert_label(episode)
+    assert label.calls[0][0] == "update_notepad" and "zebra" not in label.calls[0][1]["text"]
+    assert "lion at (0, 0)" in label.calls[0][1]["text"]
+    assert label.situation != "target remembered"  # the made-up zebra is not walked to
+    assert "declare_found" not in [name for name, _ in label.calls]
+
+
+class RandomBatch:
+    """The random policy behind the batch interface the model policy has."""
+
+    def decide(self, episodes: list[Episode]) -> list[Decision]:
+        return [random_policy(episode) for episode in episodes]
+
+
+def test_collected_rows_are_training_rows_of_the_states_the_policy_reached(tmp_path):
+    missions = [mission_for_seed("find-one", seed) for seed in (300_000, 300_001, 300_002)]
+    stream = collect_rows(RandomBatch(), missions, tmp_path / "rows", batch_size=2)
+    events = []
+    while True:
+        try:
+            events.append(next(stream))
+        except StopIteration as done:
+            summary = done.value
+            break
+    assert [event.done for event in events] == [2, 3]
+    chat = read_rows(tmp_path / "rows" / "conversations.jsonl")
+    seeds = [json.loads(line) for line in (tmp_path / "rows" / "dataset.jsonl").read_text().splitlines()]
+    assert validate_rows(chat).ok and len(chat) == len(seeds) == summary["rows"] > 3
+    assert all((tmp_path / "rows" / row["image_file"]).is_file() for row in seeds)
+    assert all(row["situation"] for row in seeds)
+    # the random player wanders: the labels are the expert's decisions on *its* states, turn by turn
+    assert [row["turn"] for row in seeds if row["episode"] == 0] == list(range(1, 1 + sum(r["episode"] == 0 for r in seeds)))
+    assert summary["policy_success_rate"] == 0.0
+    mixed = aggregate([tmp_path / "rows", tmp_path / "rows"], tmp_path / "mix.jsonl")
+    assert mixed == 2 * len(chat)
+    rows = read_rows(tmp_path / "mix.jsonl")
+    assert validate_rows(rows).ok
+    image = rows[0]["messages"][1]["content"][0]["image"]
+    assert image.startswith("/") and image.endswith(seeds[0]["image_file"].split("/")[-1])
+
+
+@pytest.mark.slow  # a tiny Qwen3-VL plays 4 missions and trains 20 steps on the labelled rows (~1 min)
+def test_a_dagger_round_with_a_real_tiny_model(tmp_path):
+    from localqwen_safari.dataset import generate
+    from localqwen_safari.learning import build_tiny_model, dagger_round
+
+    base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=10)
+    for _ in generate(tmp_path / "expert", 2, prompt="compact"):
+        pass
+    seen = []
+    run, rows = dagger_round(base, [tmp_path / "expert"], tmp_path / "round", episodes=4, steps=20,
+                             max_new_tokens=16, on_progress=seen.append)
+    assert seen and seen[-1].done == 4
+    assert rows["episodes"] == 4 and rows["rows"] >= 4
+    expert_rows = len((tmp_path / "expert" / "conversations.jsonl").read_text().splitlines())
+    assert rows["mixed_rows"] == expert_rows + rows["rows"]
+    assert run.steps == 20 and (run.model / "config.json").is_file()
