@@ -200,9 +200,7 @@ class Safari(Plugin):
     @action(form=WarmupForm, title="Warm up a vision tower",
             description="Teach a from-scratch vision tower to read the view's cells before training on replies.")
     def warmup(self, form: WarmupForm, ctx: Context):
-        import queue
-        import threading
-
+        from localqwen.plugin_api.background import events_from_thread
         from localqwen_safari.vision_warmup import warm_up_vision
 
         if not (form.model / "config.json").is_file():
@@ -211,34 +209,18 @@ class Safari(Plugin):
             return
         out = (form.output_dir or ctx.outputs_dir / f"warmup-{form.model.name}").expanduser()
         tracker = ev.ProgressTracker(form.steps, unit="steps", task="vision warm-up")
-        # Training reports through a callback; the action yields events: a queue between the two threads.
-        events: queue.Queue[Any] = queue.Queue()
-        outcome: dict[str, Any] = {}
 
-        def on_step(step: int, total: int, loss: float) -> None:
-            ctx.cancel.raise_if_cancelled()
-            if step % 10 == 0 or step == total:
-                events.put(tracker.update(step, message=f"loss {loss:.4f}"))
+        def work(emit):
+            def on_step(step: int, total: int, loss: float) -> None:
+                ctx.cancel.raise_if_cancelled()
+                if step % 10 == 0 or step == total:
+                    emit(tracker.update(step, message=f"loss {loss:.4f}"))
 
-        def work() -> None:
-            try:
-                outcome["result"] = warm_up_vision(form.model, out, episodes=form.episodes, steps=form.steps,
-                                                   learning_rate=form.learning_rate, seed_start=form.seed_start,
-                                                   on_step=on_step)
-            except BaseException as exc:  # handed to the action's thread below
-                outcome["error"] = exc
-            finally:
-                events.put(None)
+            return warm_up_vision(form.model, out, episodes=form.episodes, steps=form.steps,
+                                  learning_rate=form.learning_rate, seed_start=form.seed_start, on_step=on_step)
 
         yield ev.Log(message=f"collecting the views of {form.episodes} expert episodes")
-        thread = threading.Thread(target=work, name="safari-vision-warmup", daemon=True)
-        thread.start()
-        while (event := events.get()) is not None:
-            yield event
-        thread.join()
-        if "error" in outcome:
-            raise outcome["error"]
-        result = outcome["result"]
+        result = yield from events_from_thread(work, name="safari-vision-warmup")
         yield ev.FileWritten(path=str(result.model), description="the model with its vision tower warmed up; "
                                                                  "train it with method full and "
                                                                  "options {freeze_vision_tower = true}")

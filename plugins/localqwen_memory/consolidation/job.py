@@ -10,8 +10,6 @@ for rollback) and hot-swaps it into a loaded transformers engine of the same mod
 from __future__ import annotations
 
 import json
-import queue
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 
 from localqwen.plugin_api import Context, Form, field
 from localqwen.plugin_api import events as ev
+from localqwen.plugin_api.background import events_from_thread
 
 STATE_FILE = "consolidation_state.json"
 
@@ -77,30 +76,15 @@ def run_consolidation(ctx: Context, form: ConsolidateForm) -> Iterator[Any]:
     memories = [MemoryItem(str(r.id), r.statement, v) for r, v in zip(pending, vectors, strict=True)]
     output = ctx.data_dir / "consolidation" / form.persona / time.strftime("adapter-%Y%m%d-%H%M%S")
     settings = ConsolidationSettings(max_seconds=form.max_minutes * 60)
-    # Training reports through a callback; the job wants events: a queue between the two threads.
-    events: queue.Queue[Any] = queue.Queue()
-    outcome: dict[str, Any] = {}
+    # Training reports through a callback; the job wants events (plugin_api.background).
+    def work(emit):
+        return consolidate(
+            base, memories, output, general=general_rows(600), previous=previous, keep_old=keep_old,
+            settings=settings, cancel=ctx.cancel,
+            on_progress=lambda p: emit(ev.Progress(done=p.step, total=p.total, task=p.phase, unit="step",
+                                                   message=f"{p.phase}: loss {p.loss:.3f}", eta_s=p.eta_s)))
 
-    def work() -> None:
-        try:
-            outcome["result"] = consolidate(
-                base, memories, output, general=general_rows(600), previous=previous, keep_old=keep_old,
-                settings=settings, cancel=ctx.cancel,
-                on_progress=lambda p: events.put(ev.Progress(done=p.step, total=p.total, task=p.phase, unit="step",
-                                                             message=f"{p.phase}: loss {p.loss:.3f}", eta_s=p.eta_s)))
-        except BaseException as exc:  # handed to the job's thread below
-            outcome["error"] = exc
-        finally:
-            events.put(None)
-
-    thread = threading.Thread(target=work, name="memory-consolidate", daemon=True)
-    thread.start()
-    while (event := events.get()) is not None:
-        yield event
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    result = outcome["result"]
+    result = yield from events_from_thread(work, name="memory-consolidate")
     marked = store.mark_consolidated([int(i) for i in result.memory_ids], output.name)
     from localqwen.atomic import atomic_write_text
 
