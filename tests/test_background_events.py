@@ -5,17 +5,11 @@ from __future__ import annotations
 import threading
 
 import pytest
+from event_streams import drain
 
 from localqwen.plugin_api.background import events_from_thread
 
-
-def collect(stream):
-    events = []
-    while True:
-        try:
-            events.append(next(stream))
-        except StopIteration as done:
-            return events, done.value
+collect = drain
 
 
 def test_events_arrive_in_order_and_the_result_is_returned():

@@ -10,6 +10,7 @@ So the calls the loop parses, runs and feeds back are text a real model generate
 from __future__ import annotations
 
 import pytest
+from event_streams import drain
 
 from localqwen.runtime.engine import GenerationSettings
 from localqwen.runtime.tool_loop import (
@@ -117,12 +118,7 @@ def weather_tool(seen: list | None = None) -> Tool:
 
 def drive(loop) -> tuple[list, ToolLoopResult]:
     """Iterate a loop to its end: its events and its return value."""
-    collected = []
-    while True:
-        try:
-            collected.append(next(loop))
-        except StopIteration as stop:
-            return collected, stop.value
+    return drain(loop)
 
 
 def test_model_calls_the_tool_reads_the_result_and_answers(engine):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from event_streams import drain
 from localqwen_safari.dagger import aggregate, collect_rows, expert_label, honest_notepad
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
@@ -55,13 +56,7 @@ class RandomBatch:
 def test_collected_rows_are_training_rows_of_the_states_the_policy_reached(tmp_path):
     missions = [mission_for_seed("find-one", seed) for seed in (300_000, 300_001, 300_002)]
     stream = collect_rows(RandomBatch(), missions, tmp_path / "rows", batch_size=2)
-    events = []
-    while True:
-        try:
-            events.append(next(stream))
-        except StopIteration as done:
-            summary = done.value
-            break
+    events, summary = drain(stream)
     assert [event.done for event in events] == [2, 3]
     chat = read_rows(tmp_path / "rows" / "conversations.jsonl")
     seeds = [json.loads(line) for line in (tmp_path / "rows" / "dataset.jsonl").read_text().splitlines()]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 
+from event_streams import drain
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
 from localqwen_safari.episode import tool_schemas
 from localqwen_safari.policies import Decision, thought_consistent
@@ -14,14 +15,7 @@ from localqwen_safari.prompts import SYSTEM_PROMPT
 from localqwen.training.data import read_rows, validate_rows
 from localqwen.training.data_sources import build_data_source
 
-
-def _run(stream):
-    events = []
-    while True:
-        try:
-            events.append(next(stream))
-        except StopIteration as stop:
-            return events, stop.value
+_run = drain
 
 
 def test_generate_writes_both_files_and_the_trainer_reads_them(tmp_path):
