@@ -47,8 +47,9 @@ def compact_thought(thought: str) -> str:
     evaluation batch, and the "I see ..." inventory is in the notepad call anyway; but without the
     target's place a tiny model had to map the image straight to a direction word and never learned
     to (teacher-forced on in-view turns it stated the right direction less often than always saying
-    the commonest one). The move is still stated as 'I move <direction> <n> steps', so Thought-Action
-    consistency is checked exactly as for the full Thought."""
+    the commonest one); with the place first and the vision warm-up it states the right direction on
+    85% of those turns (README, "Learning proof"). The move is still stated as 'I move <direction>
+    <n> steps', so Thought-Action consistency is checked exactly as for the full Thought."""
     decision = _SENTENCE_END.split(thought.strip())[-1]
     target = _TARGET_PLACE.search(thought)
     if target is None:
