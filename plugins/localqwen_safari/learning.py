@@ -163,13 +163,15 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the expert
     labels every state it met, and training goes on from ``model`` for ``steps`` steps on those rows
     together with every folder of ``data_folders`` (the expert's data, earlier rounds' rows), the
-    vision tower frozen. Returns the run and the rows' summary; this round's rows are in out/rows."""
+    vision tower frozen; ``minutes`` bounds the whole round (playing, then training). Returns the run
+    and the rows' summary; this round's rows are in out/rows."""
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
     from localqwen_safari.dagger import aggregate, collect_rows
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.model_policy import ModelPolicy
 
+    started = time.monotonic()
     kinds = list(KINDS)
     missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
     engine = TransformersEngine(model)
@@ -188,6 +190,8 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     finally:
         engine.close()
     summary["mixed_rows"] = aggregate([*data_folders, out / "rows"], out / "mix.jsonl")
+    if minutes is not None:  # ``minutes`` is the round's: playing came out of it
+        minutes = max(0.1, minutes - (time.monotonic() - started) / 60)
     run = train_on_expert(model, out / "run", episodes=episodes, epochs=100, batch_size=batch_size,
                           learning_rate=learning_rate, max_steps=steps, minutes=minutes, prompt=prompt,
                           method_options={"freeze_vision_tower": True}, lr_scheduler="cosine",
