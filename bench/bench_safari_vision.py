@@ -63,12 +63,13 @@ def train_and_score(model_dir: Path, train: list, test: list, *, steps: int, bat
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor
 
+    from localqwen.training.methods import apply_method
+
     rng = random.Random(seed)
     torch.manual_seed(seed)
     processor = AutoProcessor.from_pretrained(model_dir)
     model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=torch.float32)
-    for name, parameter in model.named_parameters():
-        parameter.requires_grad_(not (freeze_vision and "visual" in name.split(".")))
+    apply_method(model, "full", {"freeze_vision_tower": freeze_vision})
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trainable, lr=learning_rate, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 30))

@@ -22,13 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from localqwen.vocabulary import events as ev
+from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, write_turn
 from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import BatchPolicy
 from localqwen_safari.missions import Mission
 from localqwen_safari.policies import Decision, expert, notepad_route, notepad_text, route_text
-
-ROWS_FILE = "conversations.jsonl"
-SEED_ROWS_FILE = "dataset.jsonl"
 
 
 def honest_notepad(episode: Episode) -> str:
@@ -60,19 +58,14 @@ def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path
     :func:`expert_label`, as training rows (``conversations.jsonl`` in the trainer's format and
     ``dataset.jsonl`` in the seed's, as ``generate`` writes them, images under ``images/``).
     Yields progress; returns a summary (rows, the policy's success rate on these missions)."""
-    from localqwen_safari.dataset import conversation_row
-    from localqwen_safari.episode import tool_schemas
-    from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, SYSTEM_PROMPT, compact_thought
     from localqwen_safari.render import render_view
 
     out_dir = Path(out_dir)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
-    tools = tool_schemas() if prompt == "full" else None
-    system = SYSTEM_PROMPT if prompt == "full" else COMPACT_SYSTEM_PROMPT
     tracker = ev.ProgressTracker(len(missions), unit="episodes", task="dagger", message="the model plays")
     rows = successes = 0
-    with open(out_dir / SEED_ROWS_FILE, "w", encoding="utf-8") as seed_rows, \
-            open(out_dir / ROWS_FILE, "w", encoding="utf-8") as chat_rows:
+    with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
+            open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows:
         for first in range(0, len(missions), batch_size):
             group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
             live = list(range(len(group)))
@@ -81,17 +74,9 @@ def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path
                     episode = group[index]
                     image_file = f"images/d{first + index:06d}_t{episode.turn + 1:02d}.png"
                     (out_dir / image_file).write_bytes(render_view(episode))
-                    label = expert_label(episode)
-                    calls = [{"name": name, "arguments": arguments} for name, arguments in label.calls]
-                    context = episode.context_text() if prompt == "full" else episode.compact_context()
-                    thought = label.thought if prompt == "full" else compact_thought(label.thought)
-                    seed_rows.write(json.dumps({
-                        "episode": first + index, "mission": episode.mission.id, "kind": episode.mission.kind,
-                        "turn": episode.turn + 1, "image_file": image_file, "system_prompt": SYSTEM_PROMPT,
-                        "context_text": episode.context_text(), "thought": label.thought,
-                        "situation": label.situation, "tool_calls": calls}, ensure_ascii=False) + "\n")
-                    chat_rows.write(json.dumps(conversation_row(image_file, context, thought, calls, tools,
-                                                                system=system), ensure_ascii=False) + "\n")
+                    write_turn(seed_rows, chat_rows, prompt=prompt, episode=first + index, mission=episode.mission,
+                               turn=episode.turn + 1, image_file=image_file, context=episode.context_text(),
+                               compact_context=episode.compact_context(), decision=expert_label(episode))
                     rows += 1
                 decisions = policy.decide([group[index] for index in live])
                 for index, decision in zip(live, decisions, strict=True):
@@ -100,7 +85,7 @@ def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path
             successes += sum(episode.success for episode in group)
             yield tracker.update(first + len(group))
     return {"episodes": len(missions), "rows": rows, "policy_success_rate": round(successes / max(1, len(missions)), 4),
-            "conversations": str(out_dir / ROWS_FILE)}
+            "conversations": str(out_dir / CONVERSATIONS_FILE)}
 
 
 def aggregate(folders: Sequence[Path], out_file: Path) -> int:
@@ -110,7 +95,7 @@ def aggregate(folders: Sequence[Path], out_file: Path) -> int:
     out_file.parent.mkdir(parents=True, exist_ok=True)
     with open(out_file, "w", encoding="utf-8") as out:
         for folder in folders:
-            with open(Path(folder) / ROWS_FILE, encoding="utf-8") as rows:
+            with open(Path(folder) / CONVERSATIONS_FILE, encoding="utf-8") as rows:
                 for line in rows:
                     row = json.loads(line)
                     for message in row["messages"]:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
-from localqwen_safari.missions import KINDS, mission_for_seed
+from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import expert
+from localqwen_safari.policies import Decision, expert
 from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, system_prompt
 
 DATASET_FILE = "dataset.jsonl"
@@ -31,7 +31,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
     schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch)."""
-    system = system_prompt(prompt)
+    system_prompt(prompt)  # an unknown profile fails here, before any file is written
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     kinds = list(KINDS) if kind == "both" else [kind]
@@ -40,7 +40,6 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     out_dir = Path(out_dir).expanduser()
     images = out_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
-    tools = tool_schemas() if prompt == "full" else None
     tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message="expert episodes")
     rows = successes = 0
     with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
@@ -52,18 +51,9 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
                 assert turn.view is not None
                 (out_dir / image_file).write_bytes(turn.view)
-                calls = [{"name": name, "arguments": arguments} for name, arguments in turn.decision.calls]
-                seed_rows.write(json.dumps({
-                    "episode": index, "mission": mission.id, "kind": mission.kind, "turn": turn.number,
-                    "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": turn.context,
-                    "thought": turn.decision.thought, "situation": turn.decision.situation, "tool_calls": calls,
-                    "results": [run.result for run in turn.runs]}, ensure_ascii=False) + "\n")
-                if prompt == "full":
-                    context, thought = turn.context, turn.decision.thought
-                else:
-                    context, thought = turn.compact_context, compact_thought(turn.decision.thought)
-                chat_rows.write(json.dumps(conversation_row(image_file, context, thought, calls, tools, system=system),
-                                           ensure_ascii=False) + "\n")
+                write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
+                           image_file=image_file, context=turn.context, compact_context=turn.compact_context,
+                           decision=turn.decision, results=[run.result for run in turn.runs])
                 rows += 1
             successes += episode.success
             if index % 20 == 19 or index == episodes - 1:
@@ -71,6 +61,27 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     return {"episodes": episodes, "rows": rows, "expert_success_rate": round(successes / episodes, 4),
             "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
             "images": str(images)}
+
+
+def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: int, mission: Mission, turn: int,
+               image_file: str, context: str, compact_context: str, decision: Decision,
+               results: list[str] | None = None) -> None:
+    """One turn as a line of each file: the seed's row (the full context and Thought, the
+    situation the decision rested on, the results when the turn was played) and the chat row in
+    the ``prompt`` profile (``compact``: the compact context and Thought, no tool schema)."""
+    calls = [{"name": name, "arguments": arguments} for name, arguments in decision.calls]
+    seed_row = {"episode": episode, "mission": mission.id, "kind": mission.kind, "turn": turn,
+                "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": context,
+                "thought": decision.thought, "situation": decision.situation, "tool_calls": calls}
+    if results is not None:
+        seed_row["results"] = results
+    seed_rows.write(json.dumps(seed_row, ensure_ascii=False) + "\n")
+    if prompt == "full":
+        row = conversation_row(image_file, context, decision.thought, calls, tool_schemas(), system=SYSTEM_PROMPT)
+    else:
+        row = conversation_row(image_file, compact_context, compact_thought(decision.thought), calls, None,
+                               system=system_prompt(prompt))
+    chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def conversation_row(image: str, context: str, thought: str, calls: list[dict[str, Any]],
