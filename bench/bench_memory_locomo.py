@@ -5,6 +5,7 @@
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --facts  # + LoCoMo's observations as facts
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --limit 1
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --subject-weight 0  # ablations of recall.RANKING
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --date-weight 0     # without dated recall
 
 Prints the report as JSON: all_at_10, per category, session_all_at_5, p95_ms (one recall, the
 query's embedding included, one torch thread) and p95_cpu_ms (the same in CPU time, which a busy
@@ -41,11 +42,17 @@ def main() -> None:
                              "(0: the name stays in the query and nothing is added)")
     parser.add_argument("--neighbour-penalty", type=float, default=None,
                         help="ablation: another penalty per adjacent memory of the same session ranked before")
+    parser.add_argument("--date-weight", type=float, default=None,
+                        help="ablation: another bonus for memories dated in the day or month the question names")
+    parser.add_argument("--date-slack-days", type=int, default=None,
+                        help="ablation: how many days outside that day or month a memory still counts")
     args = parser.parse_args()
     ranking = None
     changes = {name: value for name, value in (("session_weight", args.session_weight),
                                                 ("subject_weight", args.subject_weight),
-                                                ("neighbour_penalty", args.neighbour_penalty)) if value is not None}
+                                                ("neighbour_penalty", args.neighbour_penalty),
+                                                ("date_weight", args.date_weight),
+                                                ("date_slack_days", args.date_slack_days)) if value is not None}
     if changes:
         from dataclasses import replace
 

@@ -88,6 +88,7 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
     """Contextual turns are searched as the chat recalls (``rank_memories``); bare turns with plain
     BM25 (``store.search``), the baseline. ``facts``: LoCoMo's observations go in beside the turns as
     facts (the chat keeps both), and a recalled fact counts for the turns it was drawn from."""
+    from localqwen_memory.locomo_qa import session_time
     from localqwen_memory.recall import RANKING, rank_memories
 
     persona = f"locomo-{sample['sample_id']}-{'ctx' if contextual else 'bare'}{'-facts' if facts else ''}"
@@ -96,8 +97,10 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
     for index, turn in enumerate(turns):
         context = turn_context(turns, index) if contextual else ""
         # The speaker is the turn's subject (who it is about), as the extractor names a fact's subject.
+        # Dated with its session's date, as a chat turn is with the time it was said.
         memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn", context=context,
-                              subject=turn["speaker"], source_session=turn["session"], source_message=index)
+                              subject=turn["speaker"], source_session=turn["session"], source_message=index,
+                              valid_from=session_time(turn["date"]))
         ids[memory.id] = [turn["id"]]
     if facts:
         position = {turn["id"]: index for index, turn in enumerate(turns)}
@@ -105,7 +108,8 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
             first = next((position[t] for t in fact["turns"] if t in position), None)
             memory, _ = store.add(fact["text"], persona=persona, fact=fact["text"], kind="fact",
                                   context=f"{fact['speaker']}, {fact['date']}", subject=fact["speaker"],
-                                  source_session=fact["session"], source_message=first)
+                                  source_session=fact["session"], source_message=first,
+                                  valid_from=session_time(fact["date"]))
             ids[memory.id] = ids.get(memory.id, []) + fact["turns"]  # the same fact twice: both sources
 
     def search(question: str) -> list:

@@ -26,6 +26,11 @@ chosen on conversations 1-5 only (by all@10 + multi-hop all@10) and checked on 6
    before step 1 a share of 0.4 raised all@10 by 1.5 points, with step 1 it no longer helps on 1-5
    (0 chosen; the knob stays for ablations). It never changes session all@5: the sessions' order
    is their best memories' order either way.
+4. *The date.* A question naming a calendar day or month ("on 3 June, 2023", "in January 2022";
+   :mod:`named_period`) lifts the memories dated then, or up to ``date_slack_days`` around it
+   (people tell of a Saturday on the Monday), by ``date_weight``. 179 of LoCoMo's 1,536 questions
+   name one; chosen on 1-5 (0.3 and 3 days; 0.5 scored the same there): session all@5 84.3% ->
+   84.9%, and on 6-10 81.7% -> 82.6% (temporal 88.2% -> 91.0%), all@10 71.9% -> 72.5%.
 
 Tried and left out because they did not help on conversations 1-5 (or helped there only): re-mixing
 BM25 and cosine with other weights, a penalty per further memory of a session already ranked
@@ -33,10 +38,13 @@ BM25 and cosine with other weights, a penalty per further memory of a session al
 slots for unseen sessions, a session's score from its best 2-3 memories, its whole text as one BM25
 document, its mean vector or rank votes (session all@5 stayed at 82-84%), a vector-similarity MMR
 between picks, 200-400 candidates instead of 100, a BM25 over the bare statements beside the
-contextual one, taking both names out of a question naming two people, a bonus for memories dated
-in the month a question names (+0.3 point of all@10 and session all@5 on 1-5: too little for the
-date parsing it needs), and pseudo-relevance feedback (on the query vector, or BM25 terms of the
-top hits).
+contextual one, taking both names out of a question naming two people, and pseudo-relevance
+feedback (on the query vector, or BM25 terms of the top hits). For session all@5 alone (82.6-83.7%
+on all ten, none better than the ranking above): a session's score from the log-sum-exp of its
+memories' scores, MiniLM cosine of the bare statement (without its context) added to each memory,
+other subject weights or BM25/cosine mixes, and reciprocal-rank fusion of the sessions' order with
+a BM25 over each session's text (all of it, or only the named person's turns) or with the cosine
+of its best three statements.
 """
 
 from __future__ import annotations
@@ -48,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localqwen.vocabulary import events as ev
+from localqwen_memory.named_period import named_period, within
 from localqwen_memory.prompts import Prompts
 from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
 
@@ -106,6 +115,8 @@ class RankSettings:
     subject_weight: float = 0.5  # added to memories about the one person the query names
     neighbour_penalty: float = 0.1  # taken off a memory per adjacent memory of its session ranked before it
     session_weight: float = 0.0  # share of the session's best score added to each of its memories
+    date_weight: float = 0.3  # added to memories dated in the day or month the query names
+    date_slack_days: int = 3  # how far outside that day or month a memory still counts
 
 
 RANKING = RankSettings()
@@ -135,6 +146,10 @@ def rank_memories(store: MemoryStore, query: str, persona: str, *, k: int = 6, m
     scores = _min_max(np.array([h.score for h in hits], dtype=np.float64))
     if named:
         scores = scores + settings.subject_weight * np.array([is_about(h.memory, named) for h in hits])
+    period = named_period(query) if settings.date_weight else None
+    if period:
+        scores = scores + settings.date_weight * np.array(
+            [within(h.memory.valid_from, period, settings.date_slack_days) for h in hits])
     keys = [session_key(h.memory) for h in hits]
     numbers = {key: number for number, key in enumerate(dict.fromkeys(keys))}
     sessions = np.array([numbers[key] for key in keys])

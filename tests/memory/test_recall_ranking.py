@@ -111,3 +111,44 @@ def test_the_recall_prompt_writes_dates_as_people_do_and_takes_the_conversations
     assert "2023-05-07" in recall.step().detail  # the UI's step keeps the sortable form
     empty = text_recall(store, "nothing like it", "default", Prompts.load(), k=1, now=may)
     assert "Today is 7 May 2023." in empty.system_prompt
+
+
+def test_named_period_reads_calendar_days_and_months_only():
+    from datetime import date
+
+    from localqwen_memory.named_period import named_period
+
+    assert named_period("What did Maria start on 3 June, 2023?") == (date(2023, 6, 3), date(2023, 6, 3))
+    assert named_period("Which activity on March 16, 2022?") == (date(2022, 3, 16), date(2022, 3, 16))
+    assert named_period("the 1st of Sept 2021") == (date(2021, 9, 1), date(2021, 9, 1))
+    assert named_period("notes from 2024-02-29") == (date(2024, 2, 29), date(2024, 2, 29))
+    assert named_period("What did Joanna do in January 2022?") == (date(2022, 1, 1), date(2022, 1, 31))
+    assert named_period("as of December 2023") == (date(2023, 12, 1), date(2023, 12, 31))
+    assert named_period("in February, 2024") == (date(2024, 2, 1), date(2024, 2, 29))
+    # No period: a year alone, a day without its year, relative words, an impossible day, "may" as a verb.
+    for text in ("What happened in 2022?", "on 3 June", "last week", "on 31 June 2023", "May I ask 2023 things?"):
+        assert named_period(text) is None, text
+
+
+def test_a_question_naming_a_day_lifts_the_memories_dated_then(tmp_path):
+    from datetime import datetime
+
+    store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
+    june = datetime(2023, 6, 3, 14, 0).timestamp()
+    spring = datetime(2023, 4, 20, 9, 0).timestamp()
+    early, _ = store.add("I started a pottery class, pottery is fun", kind="turn", source_session=1, source_message=0,
+                         valid_from=spring)
+    dated, _ = store.add("I signed up for a pottery class yesterday", kind="turn", source_session=2,
+                         source_message=0, valid_from=june + 86400)  # said the day after: inside the slack
+    store.add("the class on clouds and weather", kind="turn", source_session=3, source_message=0, valid_from=june)
+    question = "What class did I sign up for on 3 June, 2023?"
+    without = [h.memory.id for h in rank_memories(store, "pottery class", "default", k=3, mode="bm25")]
+    assert without[0] == early.id  # no date named: the better text match first
+    off = rank_memories(store, "pottery class on 3 June, 2023", "default", k=2, mode="bm25",
+                        settings=RankSettings(date_weight=0))
+    on = rank_memories(store, "pottery class on 3 June, 2023", "default", k=2, mode="bm25")
+    assert off[0].memory.id == early.id and on[0].memory.id == dated.id
+    narrow = rank_memories(store, "pottery class on 3 June, 2023", "default", k=2, mode="bm25",
+                           settings=RankSettings(date_slack_days=0))
+    assert narrow[0].memory.id == early.id  # a day after is outside a zero-day slack
+    assert rank_memories(store, question, "default", k=1, mode="bm25")[0].memory.id == dated.id
