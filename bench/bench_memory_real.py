@@ -141,11 +141,10 @@ def qa_messages(setting: str, question: str, *, store=None, persona: str = "", p
 
 
 def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
-    from localqwen_memory.locomo_eval import turns_of
+    from localqwen_memory.locomo_eval import session_time, turns_of
     from localqwen_memory.locomo_qa import (
         choose_questions,
         locomo_f1,
-        session_time,
         tail_cut,
         transcript_lines,
     )
@@ -160,7 +159,7 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     facts_used = 0
     if todo and not args.report_only:
         import torch
-        from localqwen_memory.locomo_qa import fill_store
+        from localqwen_memory.locomo_eval import fill_store
         from localqwen_memory.prompts import Prompts
         from localqwen_memory.store import MemoryStore
 
@@ -298,8 +297,7 @@ def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], ar
 
 
 def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
-    from localqwen_memory.locomo_eval import turns_of
-    from localqwen_memory.locomo_qa import session_time
+    from localqwen_memory.locomo_eval import session_time, turns_of
 
     records_file = args.work_dir / "extraction.jsonl"
     records = read_jsonl(records_file)

@@ -22,6 +22,7 @@ import re
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +81,32 @@ def turn_context(turns: list[dict[str, Any]], index: int, neighbours: int = NEIG
     return f"{turn['speaker']}, {turn['date']}\n" + "\n".join(f"{t['speaker']}: {t['text']}" for t in around)
 
 
+def session_time(text: str) -> float | None:
+    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as a timestamp; None when it does not parse."""
+    text = " ".join(str(text).split())
+    for pattern in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
+        try:
+            return datetime.strptime(text, pattern).timestamp()
+        except ValueError:
+            continue
+    return None
+
+
+def fill_store(store, turns: list[dict[str, Any]], persona: str, *, contextual: bool = True) -> dict[str, int]:
+    """Every turn as a raw memory: "Speaker: text", the speaker as its subject (who it is about, as
+    the extractor names a fact's subject), dated with its session's date as a chat turn is with the
+    time it was said, and (``contextual``) indexed with its speaker, date and neighbouring turns of
+    the session. Returns the memory id of each turn id ("D1:3")."""
+    ids: dict[str, int] = {}
+    for index, turn in enumerate(turns):
+        memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn",
+                              context=turn_context(turns, index) if contextual else "", subject=turn["speaker"],
+                              source_session=turn["session"], source_message=index,
+                              valid_from=session_time(turn["date"]))
+        ids[turn["id"]] = memory.id
+    return ids
+
+
 TUNING_CONVERSATIONS = 5  # the ranking's parameters were picked on these only (recall.py)
 
 
@@ -88,20 +115,12 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
     """Contextual turns are searched as the chat recalls (``rank_memories``); bare turns with plain
     BM25 (``store.search``), the baseline. ``facts``: LoCoMo's observations go in beside the turns as
     facts (the chat keeps both), and a recalled fact counts for the turns it was drawn from."""
-    from localqwen_memory.locomo_qa import session_time
     from localqwen_memory.recall import RANKING, rank_memories
 
     persona = f"locomo-{sample['sample_id']}-{'ctx' if contextual else 'bare'}{'-facts' if facts else ''}"
     turns = turns_of(sample)
-    ids: dict[int, list[str]] = {}
-    for index, turn in enumerate(turns):
-        context = turn_context(turns, index) if contextual else ""
-        # The speaker is the turn's subject (who it is about), as the extractor names a fact's subject.
-        # Dated with its session's date, as a chat turn is with the time it was said.
-        memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn", context=context,
-                              subject=turn["speaker"], source_session=turn["session"], source_message=index,
-                              valid_from=session_time(turn["date"]))
-        ids[memory.id] = [turn["id"]]
+    ids = {memory_id: [turn_id] for turn_id, memory_id in fill_store(store, turns, persona,
+                                                                     contextual=contextual).items()}
     if facts:
         position = {turn["id"]: index for index, turn in enumerate(turns)}
         for fact in observations_of(sample):

@@ -10,11 +10,10 @@ tokens of the conversation; this module holds its pure parts, tested on their ow
   NLTK's Porter stemmer; NLTK is not a dependency here, so tokens are compared unstemmed
   ("painted" and "painting" do not match), which can only lower the F1.
 - :func:`choose_questions`: the fixed, seeded question subset, listed by id ("conv-26:q17").
-- :func:`session_time`, :func:`transcript_lines`, :func:`tail_cut`: the conversation as dated
-  text and its last N tokens, cut at whole lines.
-- :func:`fill_store`: the conversation's turns in a memory store as ``locomo_eval`` indexes them
-  (speaker as subject, neighbouring turns as context), dated with their session's date so the
-  recalled memories carry real dates in the prompt.
+- :func:`transcript_lines`, :func:`tail_cut`: the conversation as dated text and its last N
+  tokens, cut at whole lines.
+
+The memory store is filled as the recall suite fills it (``locomo_eval.fill_store``).
 """
 
 from __future__ import annotations
@@ -24,7 +23,6 @@ import re
 import string
 from collections import Counter
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 from localqwen_memory.recall import MONTHS  # the prompt writes dates with the same month names
@@ -112,17 +110,6 @@ def choose_questions(samples: list[dict[str, Any]], count: int, seed: int,
     return sorted(chosen, key=lambda q: (q["conversation"], q["index"]))
 
 
-def session_time(text: str) -> float | None:
-    """A LoCoMo session date ("1:56 pm on 8 May, 2023") as a timestamp; None when it does not parse."""
-    text = " ".join(str(text).split())
-    for pattern in ("%I:%M %p on %d %B, %Y", "%I:%M %p on %d %b, %Y", "%I:%M %p on %B %d, %Y"):
-        try:
-            return datetime.strptime(text, pattern).timestamp()
-        except ValueError:
-            continue
-    return None
-
-
 def transcript_lines(turns: list[dict[str, Any]]) -> list[str]:
     """The conversation (``locomo_eval.turns_of``) as text lines: a dated header before each
     session, then one "Speaker: text" line per turn."""
@@ -157,19 +144,3 @@ def tail_cut(lines: list[str], count_tokens: Callable[[str], int], budget: int) 
             return text, tokens
         start += 1
     return "", 0
-
-
-def fill_store(store, turns: list[dict[str, Any]], persona: str) -> dict[str, int]:
-    """Every turn as a raw memory, indexed as ``locomo_eval`` does (the speaker as subject, the
-    neighbouring turns of the session as context) and dated with its session's date. Returns the
-    memory id of each turn id ("D1:3")."""
-    from localqwen_memory.locomo_eval import turn_context
-
-    ids: dict[str, int] = {}
-    for index, turn in enumerate(turns):
-        context = turn_context(turns, index)
-        memory, _ = store.add(f"{turn['speaker']}: {turn['text']}", persona=persona, kind="turn", context=context,
-                              subject=turn["speaker"], source_session=turn["session"], source_message=index,
-                              valid_from=session_time(turn["date"]))
-        ids[turn["id"]] = memory.id
-    return ids

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from localqwen_memory.locomo_eval import session_time
 from localqwen_memory.locomo_qa import (
     choose_questions,
     iso_dates_as_words,
     locomo_f1,
     normalize_answer,
-    session_time,
     tail_cut,
     token_f1,
     transcript_lines,
