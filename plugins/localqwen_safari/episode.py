@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localqwen.runtime.tool_loop import Tool, ToolError, ToolRun, run_tool
+from localqwen_safari.bearings import pin_sightings, with_bearings
 from localqwen_safari.missions import Mission
 from localqwen_safari.world import MOVES, SPECIES, Cell, World
 
@@ -39,7 +40,9 @@ def _tool_specs(bind: Any) -> list[Tool]:
                              "steps": {"type": "integer", "minimum": 1, "maximum": MAX_STEPS}},
               "required": ["direction", "steps"]},
              bind("move")),
-        Tool("update_notepad", "Replace your notepad (kept between turns) with this text: what you saw and where.",
+        Tool("update_notepad", "Replace your notepad (kept between turns) with this text: what you saw and where. "
+                               "A sighting written relative to you ('zebra 3 down 2 right') is kept with its map "
+                               "cell ('zebra at (8, 15)'); your context shows each one's bearing from you.",
              {"type": "object",
               "properties": {"text": {"type": "string", "maxLength": NOTEPAD_LIMIT}},
               "required": ["text"]},
@@ -99,6 +102,10 @@ class Episode:
         top, left = self.view_origin()
         return [(r, c) for r in range(top, top + VIEW) for c in range(left, left + VIEW) if self.world.inside((r, c))]
 
+    def notepad_for_reading(self) -> str:
+        """The notepad as the context shows it: each sighting with its bearing from here (bearings.py)."""
+        return with_bearings(self.notepad, self.position) if self.notepad else "(empty)"
+
     def context_text(self, *, show_notepad: bool = True) -> str:
         """The text the agent reads beside its view image."""
         row, col = self.position
@@ -107,7 +114,7 @@ class Episode:
                  f"You are at row {row}, col {col} (the red cell at row {VIEW_BEFORE}, col {VIEW_BEFORE} of your "
                  f"{VIEW}x{VIEW} view; rows grow downwards, cols to the right).",
                  "Found so far: " + (", ".join(self.found) if self.found else "nothing") + ".",
-                 "Notepad: " + ((self.notepad or "(empty)") if show_notepad else "(hidden)")]
+                 "Notepad: " + (self.notepad_for_reading() if show_notepad else "(hidden)")]
         if self.last_runs:
             lines.append("Results of your last tool calls:")
             lines += [f"- {run.name}({_args_text(run.arguments)}): {run.result}" for run in self.last_runs]
@@ -121,7 +128,7 @@ class Episode:
         row, col = self.position
         lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
                  f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
-                 "Notepad: " + ((self.notepad or "(empty)") if show_notepad else "(hidden)")]
+                 "Notepad: " + (self.notepad_for_reading() if show_notepad else "(hidden)")]
         lines += [f"{run.name}: {run.result}" for run in self.last_runs]
         if self.turn and not self.last_runs:
             lines.append("No tool call.")
@@ -182,7 +189,7 @@ class Episode:
         return f"moved {direction} {walked} of {steps} steps, {here}{stop}"
 
     def _tool_update_notepad(self, text: str) -> str:
-        self.notepad = text
+        self.notepad = pin_sightings(text, self.position)
         return f"notepad updated ({len(text)} characters)"
 
     def _tool_declare_found(self, species: str) -> str:

@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from localqwen_safari.bearings import relative_sighting
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
@@ -100,13 +101,24 @@ def route_text(goal: Cell, moves: list[tuple[str, int]]) -> str:
     return f"Route to ({goal[0]}, {goal[1]}): " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
 
 
-def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
-    """The sightings line the expert keeps: "Seen: zebra at (5, 3); lion at (6, 20)." ("" for none)."""
-    if not sightings:
-        return ""
+def by_species(sightings) -> list[tuple[str, Cell]]:
+    """Sightings in the species' order, then by cell (how the expert lists what it sees)."""
     order = {name: i for i, name in enumerate(SPECIES)}
-    ordered = sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
-    return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in ordered) + "."
+    return sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
+
+
+def notepad_text(noted: list[tuple[str, Cell]], new: list[tuple[str, Cell]] = (), here: Cell | None = None) -> str:
+    """The sightings line the expert keeps: those already noted as the notepad holds them (map cells,
+    in its order), then the ones in view it has not noted yet written relative to ``here``, as read
+    off the view (the notepad pins them to map cells, bearings.py): "Seen: zebra at (5, 3); lion 2
+    down 3 right." ("" for none)."""
+    noted = list(dict.fromkeys(noted))
+    fresh = [item for item in by_species(new) if item not in noted]
+    if not noted and not fresh:
+        return ""
+    parts = [f"{species} at ({r}, {c})" for species, (r, c) in noted]
+    parts += [relative_sighting(species, here, cell) for species, cell in fresh]
+    return "Seen: " + "; ".join(parts) + "."
 
 
 def _offset_text(here: Cell, there: Cell) -> str:
@@ -147,9 +159,10 @@ def expert(episode: Episode) -> Decision:
     stopped) it goes to the same goal another way, and once the route is done it picks a new goal."""
     here = episode.position
     visible = visible_animals(episode)
-    sightings = notepad_sightings(episode.notepad) + visible
+    noted = notepad_sightings(episode.notepad)
+    sightings = noted + visible
     calls: list[Call] = []
-    notepad = notepad_text(sightings)
+    notepad = notepad_text(noted, visible, here)
     if notepad and notepad != episode.notepad:
         calls.append(("update_notepad", {"text": notepad}))
     seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \

@@ -38,12 +38,28 @@ def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
                                                             ".........Z"), start=(2, 2))
     episode = Episode.start(mission)
     episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
-    assert honest_notepad(episode) == "Seen: lion at (0, 0). Route to (9, 2): down 4."
+    # The lion in view is left for the label to write as read off the view (relative to the agent).
+    assert honest_notepad(episode) == "Route to (9, 2): down 4."
     label = expert_label(episode)
     assert label.calls[0][0] == "update_notepad" and "zebra" not in label.calls[0][1]["text"]
-    assert "lion at (0, 0)" in label.calls[0][1]["text"]
+    assert "lion 2 up 2 left" in label.calls[0][1]["text"]
+    episode.play_turn([label.calls[0]])
+    assert episode.notepad.startswith("Seen: lion at (0, 0).")  # pinned to its map cell
     assert label.situation != "target remembered"  # the made-up zebra is not walked to
     assert "declare_found" not in [name for name, _ in label.calls]
+
+
+def test_a_true_noted_sighting_is_kept_and_one_seen_but_never_noted_is_added_by_its_cell():
+    mission = Mission("m", "find-one", ("zebra",), map=("L.........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            "..........", "..........", "..........",
+                                                            "..........", "..........", "G.........",
+                                                            ".........Z"), start=(2, 2))
+    episode = Episode.start(mission)
+    episode.seen.add((14, 0))  # the giraffe was in view earlier and never noted
+    episode.notepad = "Seen: lion at (0, 0); zebra at (9, 9)."
+    assert honest_notepad(episode) == "Seen: lion at (0, 0); giraffe at (14, 0)."
 
 
 class RandomBatch:

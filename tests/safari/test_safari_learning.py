@@ -74,7 +74,7 @@ def test_compact_context_and_thought():
     episode.play_turn([("update_notepad", {"text": "Seen: lion at (0, 0)."}), ("move", {"direction": "left", "steps": 1})])
     text = episode.compact_context()
     assert text.splitlines() == ["find-two: lion then zebra. Turn 2/25. At (1, 1). Found: nothing.",
-                                 "Notepad: Seen: lion at (0, 0).",
+                                 "Notepad: Seen: lion at (0, 0) [1 up 1 left].",  # its bearing from here
                                  "update_notepad: notepad updated (21 characters)",
                                  "move: moved left 1 step, now at row 1, col 1"]
     assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
@@ -83,7 +83,7 @@ def test_compact_context_and_thought():
         "The lion is 1 row up and 1 col left. I move left 1 step towards it."  # in view: the place, no coordinates
     assert compact_thought("I see no animals. The zebra (remembered from my notepad) is at (5, 9), 4 rows down. "
                            "I move down 3 steps towards it.") == \
-        "The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
+        "The zebra is 4 rows down. I move down 3 steps towards it."  # read off the notepad's bearing
     assert compact_thought("I see no animals. I have not seen a lion yet. I follow the route in my notepad to "
                            "(3, 4). I move up 2 steps to explore.") == "I move up 2 steps to explore."
     with pytest.raises(ValueError, match="unknown prompt profile 'tiny'"):

@@ -1,0 +1,62 @@
+"""Sightings relative to the agent: how the notepad takes them and how it shows them back.
+
+A sighting on the notepad is a map cell ("zebra at (8, 15)"), so it stays true however far the
+agent walks. Writing one from the view means adding the animal's place in the view to the agent's
+own position, and reading one back means subtracting: two-digit arithmetic that a person does in
+their head but a tiny model trained for half an hour gets wrong (its notepads held sightings at
+wrong cells, which it then walked to: README, "Learning proof"). So the notepad works as a field
+notebook with a GPS would: a sighting may be written relative to the agent ("zebra 3 down 2 right",
+read straight off the view), and :func:`pin_sightings` stores it with its map cell; and the
+context shows each noted sighting with its bearing from where the agent stands now
+(:func:`with_bearings`: "zebra at (8, 15) [3 down 2 right]"). Nothing is given away: the notepad
+holds only what the agent wrote, and hiding it hides the bearings too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from localqwen_safari.world import SPECIES, Cell
+
+_SPECIES = "|".join(SPECIES)
+# "zebra 3 down 2 right", "lion 4 up", "giraffe 1 left": rows first, then cols, at least one part.
+_RELATIVE = re.compile(rf"\b({_SPECIES}) (?=\d)(?:(\d+) (up|down))?,? ?(?:(\d+) (left|right))?(?![\w(])")
+_BEARING = re.compile(r" \[[^\]]*\]")  # a bearing shown by with_bearings, copied back by the writer
+_PINNED = re.compile(rf"\b({_SPECIES}) at \((\d+), (\d+)\)")
+
+
+def bearing(here: Cell, there: Cell) -> str:
+    """Where ``there`` lies from ``here`` in the notepad's words: "3 down 2 right", "4 up", "here"."""
+    rows, cols = there[0] - here[0], there[1] - here[1]
+    parts = []
+    if rows:
+        parts.append(f"{abs(rows)} {'down' if rows > 0 else 'up'}")
+    if cols:
+        parts.append(f"{abs(cols)} {'right' if cols > 0 else 'left'}")
+    return " ".join(parts) or "here"
+
+
+def relative_sighting(species: str, here: Cell, there: Cell) -> str:
+    """A sighting as the agent writes it from its view: "zebra 3 down 2 right"."""
+    return f"{species} {bearing(here, there)}"
+
+
+def pin_sightings(text: str, here: Cell) -> str:
+    """The notepad as stored: each relative sighting turned into its map cell as seen from ``here``
+    ("zebra 3 down 2 right" at (5, 13) -> "zebra at (8, 15)"), and bearings copied back from the
+    context dropped (they are shown afresh each turn). Everything else is kept as written."""
+
+    def pin(match: re.Match[str]) -> str:
+        species, rows, vertical, cols, horizontal = match.groups()
+        if rows is None and cols is None:
+            return match.group(0)
+        row = here[0] + (int(rows) if rows else 0) * (1 if vertical == "down" else -1)
+        col = here[1] + (int(cols) if cols else 0) * (1 if horizontal == "right" else -1)
+        return f"{species} at ({row}, {col})"
+
+    return _RELATIVE.sub(pin, _BEARING.sub("", text))
+
+
+def with_bearings(notepad: str, here: Cell) -> str:
+    """The notepad as the agent reads it: each sighting followed by its bearing from ``here``."""
+    return _PINNED.sub(lambda m: f"{m.group(0)} [{bearing(here, (int(m.group(2)), int(m.group(3))))}]", notepad)

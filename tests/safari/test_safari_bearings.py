@@ -1,0 +1,44 @@
+"""Sightings relative to the agent: the notepad pins them to map cells and shows their bearings."""
+
+from __future__ import annotations
+
+from localqwen_safari.bearings import bearing, pin_sightings, relative_sighting, with_bearings
+from localqwen_safari.episode import Episode
+from localqwen_safari.missions import Mission
+from localqwen_safari.policies import expert, notepad_sightings
+
+
+def test_relative_sightings_are_pinned_to_map_cells_and_the_rest_kept():
+    assert pin_sightings("Seen: zebra 3 down 2 right; lion 4 up; giraffe 1 left.", (5, 13)) == \
+        "Seen: zebra at (8, 15); lion at (1, 13); giraffe at (5, 12)."
+    assert pin_sightings("zebra 2 down, 3 left", (5, 5)) == "zebra at (7, 2)"
+    # Map cells stay, bearings copied back from the context are dropped, routes and prose are kept.
+    text = "Seen: elephant at (2, 9) [3 up 4 right]. Route to (20, 14): down 4, right 2. Lion near water."
+    assert pin_sightings(text, (5, 5)) == "Seen: elephant at (2, 9). Route to (20, 14): down 4, right 2. Lion near water."
+    assert pin_sightings("a zebra herd, 3 zebras", (1, 1)) == "a zebra herd, 3 zebras"
+
+
+def test_bearings_read_back_the_offset_from_where_the_agent_stands():
+    assert bearing((5, 5), (8, 3)) == "3 down 2 left" and bearing((5, 5), (5, 9)) == "4 right"
+    assert bearing((5, 5), (5, 5)) == "here"
+    assert with_bearings("Seen: zebra at (8, 15); lion at (1, 13). Route to (9, 9): up 1.", (5, 13)) == \
+        "Seen: zebra at (8, 15) [3 down 2 right]; lion at (1, 13) [4 up]. Route to (9, 9): up 1."
+    for here, there in (((10, 10), (13, 8)), ((0, 31), (4, 27)), ((7, 7), (7, 3))):
+        written = relative_sighting("zebra", here, there)
+        assert notepad_sightings(pin_sightings(written, here)) == [("zebra", there)]
+
+
+def test_the_expert_writes_what_it_sees_relative_to_itself_and_the_episode_keeps_map_cells():
+    mission = Mission("m", "find-two", ("zebra", "lion"), map=("..........", "..........", ".......L..",
+                                                                "..........", "..........", "..........",
+                                                                "Z........."), start=(4, 4))
+    episode = Episode.start(mission)
+    decision = expert(episode)
+    name, arguments = decision.calls[0]
+    assert name == "update_notepad" and arguments["text"].startswith("Seen: zebra 2 down 4 left; lion 2 up 3 right.")
+    episode.play_turn(decision.calls)
+    assert episode.notepad.startswith("Seen: zebra at (6, 0); lion at (2, 7).")
+    # Next turn nothing new is in view, so the expert leaves the sightings as they stand.
+    again = expert(episode)
+    assert all(not args.get("text", "").startswith("Seen: zebra 2") for _, args in again.calls)
+    assert "[" in episode.compact_context() and "[" not in episode.notepad
