@@ -91,7 +91,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     max_length: int = 400, seed: int = 0, lr_scheduler: str = "constant_with_warmup",
                     vision_warmup_steps: int = 0,
                     on_warmup_step: Callable[[int, int, float], None] | None = None,
-                    data_file: Path | None = None) -> TrainingRun:
+                    data_file: Path | None = None, on_event: Callable[[Any], None] | None = None) -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
@@ -100,7 +100,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     from-scratch model first gets that many steps of vision warm-up (vision_warmup.py) on the same
     episodes' views, and its vision tower is then frozen for the replies' training; the warm-up's
     time comes out of ``minutes``. ``data_file``: train on these conversation rows (a DAgger round's
-    mix) instead of ``episodes`` fresh expert episodes."""
+    mix) instead of ``episodes`` fresh expert episodes. ``on_event``: gets the job's events as it
+    runs (progress with loss and ETA), as ``localqwen train`` shows them."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -137,7 +138,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         timer.daemon = True
         timer.start()
     try:
-        done = run_job(config, data_sources=extensions.data_sources, stop=stop)
+        done = run_job(config, data_sources=extensions.data_sources, stop=stop, echo=on_event)
     finally:
         if timer is not None:
             timer.cancel()
@@ -163,8 +164,9 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the expert
     labels every state it met, and training goes on from ``model`` for ``steps`` steps on those rows
     together with every folder of ``data_folders`` (the expert's data, earlier rounds' rows), the
-    vision tower frozen; ``minutes`` bounds the whole round (playing, then training). Returns the run
-    and the rows' summary; this round's rows are in out/rows."""
+    vision tower frozen; ``minutes`` bounds the whole round (playing, then training). ``on_progress``
+    gets the playing's progress and then the training job's events. Returns the run and the rows'
+    summary; this round's rows are in out/rows."""
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
     from localqwen_safari.dagger import aggregate, collect_rows
@@ -195,7 +197,7 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     run = train_on_expert(model, out / "run", episodes=episodes, epochs=100, batch_size=batch_size,
                           learning_rate=learning_rate, max_steps=steps, minutes=minutes, prompt=prompt,
                           method_options={"freeze_vision_tower": True}, lr_scheduler="cosine",
-                          data_file=out / "mix.jsonl")
+                          data_file=out / "mix.jsonl", on_event=on_progress)
     return run, summary
 
 

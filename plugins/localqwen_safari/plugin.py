@@ -66,6 +66,31 @@ class WarmupForm(Form):
     seed_start: int = field(100_000, label="First seed", ge=0, advanced=True)
 
 
+class DaggerForm(Form):
+    model: Path = field(label="Model folder", widget="folder",
+                        help="A safari model trained on expert episodes (a full fine-tune's folder).")
+    data: Path = field(label="Expert data", widget="folder",
+                       help="The folder generate wrote (conversations.jsonl) that the model was trained on; "
+                            "every round trains on it beside the states the model reached.")
+    output_dir: Path | None = field(None, label="Output folder", widget="folder",
+                                    help="round-1/, round-2/, ...: each round's rows and model; "
+                                         "empty = the plugin's outputs.")
+    rounds: int = field(2, label="Rounds", ge=1, le=100)
+    episodes: int = field(400, label="Missions per round", ge=1, le=1_000_000,
+                          help="The model plays these (both kinds, alternating); the expert labels every state.")
+    steps: int = field(2000, label="Training steps per round", ge=1, le=10_000_000)
+    learning_rate: float = field(1e-3, label="Learning rate", gt=0, advanced=True)
+    batch_size: int = field(8, label="Batch size", ge=1, le=4096, advanced=True)
+    minutes: float = field(0.0, label="Minutes per round", ge=0, advanced=True,
+                           help="A wall-clock budget for each round, playing included (0 = none).")
+    seed_start: int = field(300_000, label="First seed", ge=0, advanced=True,
+                            help="Round r plays seeds first+(r-1)*missions onwards; keep them away from "
+                                 "the expert data's and your evaluation's seeds.")
+    prompt: Literal["full", "compact"] = field("compact", label="Prompt profile", advanced=True,
+                                               help="What the model was trained with.")
+    max_new_tokens: int = field(160, label="Max reply tokens", ge=8, le=4096, advanced=True)
+
+
 class EvaluateForm(Form):
     policy: list[PolicyName] = field(default_factory=lambda: ["expert"], label="Policies",
                                      help="One or more (repeat --policy); each runs on the same missions.")
@@ -229,6 +254,55 @@ class Safari(Plugin):
                               "cell_accuracy": result.cell_accuracy, "animal_recall": result.animal_recall},
                       summary=f"vision warm-up: {result.steps} steps on {result.views} views in {result.seconds:.0f} s; "
                               f"held-out cells right {result.cell_accuracy:.1%}, animal cells {result.animal_recall:.1%}")
+
+    # -- DAgger ----------------------------------------------------------------------------------
+    @action(form=DaggerForm, title="Train on its own games (DAgger)",
+            description="The model plays, the expert labels every state it reached, and it trains on those rows.")
+    def dagger(self, form: DaggerForm, ctx: Context):
+        from localqwen.plugin_api.background import events_from_thread
+        from localqwen_safari.dataset import CONVERSATIONS_FILE
+        from localqwen_safari.learning import dagger_round
+
+        if not (form.model / "config.json").is_file():
+            yield ev.Error(message=f"not a model folder (no config.json): {form.model}", field="model")
+            yield ev.Done(status="failed", summary=f"not a model folder: {form.model}")
+            return
+        if not (form.data / CONVERSATIONS_FILE).is_file():
+            yield ev.Error(message=f"no {CONVERSATIONS_FILE} in {form.data} (run generate first)", field="data")
+            yield ev.Done(status="failed", summary=f"no expert data in {form.data}")
+            return
+        out = (form.output_dir or ctx.outputs_dir / f"dagger-{form.model.name}").expanduser()
+        model, folders, rounds = form.model, [form.data], []
+        for number in range(1, form.rounds + 1):
+            ctx.cancel.raise_if_cancelled()
+            yield ev.Log(message=f"round {number} of {form.rounds}: the model plays {form.episodes} missions")
+
+            def work(emit, model=model, folders=tuple(folders), number=number):
+                def forward(event):
+                    ctx.cancel.raise_if_cancelled()
+                    # The training job's own Done closes a step of this action, not the action.
+                    emit(ev.Log(message=f"round {number} training: {event.summary}")
+                         if isinstance(event, ev.Done) else event)
+
+                return dagger_round(model, folders, out / f"round-{number}", episodes=form.episodes,
+                                    steps=form.steps, learning_rate=form.learning_rate,
+                                    seed_start=form.seed_start + (number - 1) * form.episodes, prompt=form.prompt,
+                                    max_new_tokens=form.max_new_tokens, batch_size=form.batch_size,
+                                    minutes=form.minutes or None, on_progress=forward)
+
+            run, rows = yield from events_from_thread(work, name=f"safari-dagger-{number}")
+            folders.append(out / f"round-{number}" / "rows")
+            model = run.model
+            rounds.append({"round": number, "model": str(run.model), "steps": run.steps, "seconds": run.seconds,
+                           "stopped_by_budget": run.stopped_by_budget, **rows})
+            yield ev.Log(message=f"round {number}: the model won {rows['policy_success_rate']:.1%} of "
+                                 f"{rows['episodes']} missions; trained {run.steps} steps on {rows['mixed_rows']} rows")
+        yield ev.FileWritten(path=str(model), description="the model after the last round; evaluate it with "
+                                                          f"--policy model --model {model} --prompt {form.prompt}")
+        yield ev.Done(result={"model": str(model), "rounds": rounds},
+                      summary=f"{len(rounds)} DAgger round(s); the model won "
+                              + ", ".join(f"{r['policy_success_rate']:.0%}" for r in rounds)
+                              + f" of its own games before each round's training; last model {model}")
 
     # -- evaluate ---------------------------------------------------------------------------------
     @action(form=EvaluateForm, title="Evaluate policies",

@@ -1,9 +1,10 @@
 """DAgger rows: the expert's label on the agent's own state (with a notepad rebuilt from what it
-really saw), rows written as the trainer reads them, and a real round with a tiny Qwen3-VL."""
+really saw), rows written as the trainer reads them, and real rounds of the CLI action with a tiny Qwen3-VL."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from event_streams import drain
@@ -90,19 +91,33 @@ def test_collected_rows_are_training_rows_of_the_states_the_policy_reached(tmp_p
     assert image.startswith("/") and image.endswith(seeds[0]["image_file"].split("/")[-1])
 
 
-@pytest.mark.slow  # a tiny Qwen3-VL plays 4 missions and trains 20 steps on the labelled rows (~1 min)
-def test_a_dagger_round_with_a_real_tiny_model(tmp_path):
+@pytest.mark.slow  # a tiny Qwen3-VL plays 2 x 3 missions and trains 2 x 10 steps on the labelled rows (~1-2 min)
+def test_dagger_rounds_from_the_cli_with_a_real_tiny_model(tmp_path):
     from localqwen_safari.dataset import generate
-    from localqwen_safari.learning import build_tiny_model, dagger_round
+    from localqwen_safari.learning import build_tiny_model
+    from typer.testing import CliRunner
+
+    from localqwen.cli.main import app
 
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=10)
     for _ in generate(tmp_path / "expert", 2, prompt="compact"):
         pass
-    seen = []
-    run, rows = dagger_round(base, [tmp_path / "expert"], tmp_path / "round", episodes=4, steps=20,
-                             max_new_tokens=16, on_progress=seen.append)
-    assert seen and seen[-1].done == 4
-    assert rows["episodes"] == 4 and rows["rows"] >= 4
+    runner = CliRunner()
+    result = runner.invoke(app, ["run", "safari", "dagger", "--model", str(base), "--data", str(tmp_path / "expert"),
+                                 "--rounds", "2", "--episodes", "3", "--steps", "10", "--max-new-tokens", "16",
+                                 "--output-dir", str(tmp_path / "dagger"), "--json"])
+    assert result.exit_code == 0, result.output
+    events = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    assert [e["kind"] for e in events].count("done") == 1 and events[-1]["status"] == "ok"  # the jobs' own Done are logs
+    playing = [e for e in events if e["kind"] == "progress" and e.get("total") == 3]
+    assert [e["done"] for e in playing][-1] == 3  # the games' progress, then the training's
+    assert any(e["kind"] == "progress" and e.get("total") == 10 for e in events)
+    first, second = events[-1]["result"]["rounds"]
     expert_rows = len((tmp_path / "expert" / "conversations.jsonl").read_text().splitlines())
-    assert rows["mixed_rows"] == expert_rows + rows["rows"]
-    assert run.steps == 20 and (run.model / "config.json").is_file()
+    assert first["episodes"] == 3 and first["rows"] >= 3 and first["mixed_rows"] == expert_rows + first["rows"]
+    assert second["mixed_rows"] == expert_rows + first["rows"] + second["rows"]  # rows aggregate over rounds
+    assert first["steps"] == second["steps"] == 10
+    assert events[-1]["result"]["model"] == second["model"] and (Path(second["model"]) / "config.json").is_file()
+    assert (tmp_path / "dagger" / "round-2" / "rows" / "conversations.jsonl").is_file()
+    wrong = runner.invoke(app, ["run", "safari", "dagger", "--model", str(base), "--data", str(tmp_path), "--json"])
+    assert wrong.exit_code != 0 and "no conversations.jsonl in" in wrong.output
