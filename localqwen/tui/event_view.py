@@ -98,7 +98,10 @@ class MetricChart(Vertical):
                 self._shown.add(chart)
             else:
                 found.first(Sparkline).data = points
-            label = f"{self.charts.title(chart)}: {self.charts.summary(chart)}  min {min(points):.4g}, max {max(points):.4g}"
+            title, latest = self.charts.title(chart), self.charts.summary(chart)
+            # A chart of one series named as the chart ("loss") says its name once.
+            shown = latest if latest.startswith(f"{title} ") else f"{title}: {latest}"
+            label = f"{shown}  min {min(points):.4g}, max {max(points):.4g}"
             labels = self.query(f"#metric-label-{safe}")
             if labels:
                 labels.first(Label).update(label)

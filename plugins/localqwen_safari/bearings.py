@@ -25,15 +25,21 @@ _BEARING = re.compile(r" \[[^\]]*\]")  # a bearing shown by with_bearings, copie
 _PINNED = re.compile(rf"\b({_SPECIES}) at \((\d+), (\d+)\)")
 
 
-def bearing(here: Cell, there: Cell) -> str:
-    """Where ``there`` lies from ``here`` in the notepad's words: "3 down 2 right", "4 up", "here"."""
+def offset_parts(here: Cell, there: Cell) -> list[tuple[int, str, str]]:
+    """The way from ``here`` to ``there``, rows first: (count, direction, "row" or "col") for each
+    axis it moves along."""
     rows, cols = there[0] - here[0], there[1] - here[1]
     parts = []
     if rows:
-        parts.append(f"{abs(rows)} {'down' if rows > 0 else 'up'}")
+        parts.append((abs(rows), "down" if rows > 0 else "up", "row"))
     if cols:
-        parts.append(f"{abs(cols)} {'right' if cols > 0 else 'left'}")
-    return " ".join(parts) or "here"
+        parts.append((abs(cols), "right" if cols > 0 else "left", "col"))
+    return parts
+
+
+def bearing(here: Cell, there: Cell) -> str:
+    """Where ``there`` lies from ``here`` in the notepad's words: "3 down 2 right", "4 up", "here"."""
+    return " ".join(f"{count} {direction}" for count, direction, _ in offset_parts(here, there)) or "here"
 
 
 def relative_sighting(species: str, here: Cell, there: Cell) -> str:

@@ -228,9 +228,8 @@ class Safari(Plugin):
         from localqwen.plugin_api.background import events_from_thread
         from localqwen_safari.vision_warmup import warm_up_vision
 
-        if not (form.model / "config.json").is_file():
-            yield ev.Error(message=f"not a model folder (no config.json): {form.model}", field="model")
-            yield ev.Done(status="failed", summary=f"not a model folder: {form.model}")
+        if problem := _not_a_model_folder(form.model):
+            yield from problem
             return
         out = (form.output_dir or ctx.outputs_dir / f"warmup-{form.model.name}").expanduser()
         tracker = ev.ProgressTracker(form.steps, unit="steps", task="vision warm-up")
@@ -263,9 +262,8 @@ class Safari(Plugin):
         from localqwen_safari.dataset import CONVERSATIONS_FILE
         from localqwen_safari.learning import dagger_round
 
-        if not (form.model / "config.json").is_file():
-            yield ev.Error(message=f"not a model folder (no config.json): {form.model}", field="model")
-            yield ev.Done(status="failed", summary=f"not a model folder: {form.model}")
+        if problem := _not_a_model_folder(form.model):
+            yield from problem
             return
         if not (form.data / CONVERSATIONS_FILE).is_file():
             yield ev.Error(message=f"no {CONVERSATIONS_FILE} in {form.data} (run generate first)", field="data")
@@ -361,6 +359,14 @@ class Safari(Plugin):
             result.update({key: value for key, value in runs[0].items() if key not in result})
         best = ", ".join(f"{run['policy']}/{run['kind']} {run['success_rate']:.0%}" for run in runs)
         yield ev.Done(result=result, summary=f"success: {best}")
+
+
+def _not_a_model_folder(folder: Path) -> list[Any]:
+    """The events that end an action given a folder without a model (no config.json); [] for a model."""
+    if (folder / "config.json").is_file():
+        return []
+    return [ev.Error(message=f"not a model folder (no config.json): {folder}", field="model"),
+            ev.Done(status="failed", summary=f"not a model folder: {folder}")]
 
 
 def _model_policy(form: PlayForm | EvaluateForm, ctx: Context, image_dir: Path, **ablation: bool) -> Any:

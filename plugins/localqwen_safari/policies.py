@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from localqwen_safari.bearings import relative_sighting
+from localqwen_safari.bearings import offset_parts, relative_sighting
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
@@ -122,13 +122,9 @@ def notepad_text(noted: list[tuple[str, Cell]], new: list[tuple[str, Cell]] = ()
 
 
 def _offset_text(here: Cell, there: Cell) -> str:
-    dr, dc = there[0] - here[0], there[1] - here[1]
-    parts = []
-    if dr:
-        parts.append(f"{abs(dr)} row{'s' * (abs(dr) != 1)} {'down' if dr > 0 else 'up'}")
-    if dc:
-        parts.append(f"{abs(dc)} col{'s' * (abs(dc) != 1)} {'right' if dc > 0 else 'left'}")
-    return " and ".join(parts) or "right here"
+    """The way to ``there`` as the Thought says it: "2 rows down and 3 cols right"."""
+    return " and ".join(f"{count} {axis}{'s' * (count != 1)} {direction}"
+                        for count, direction, axis in offset_parts(here, there)) or "right here"
 
 
 def _move_text(direction: str, steps: int) -> str:

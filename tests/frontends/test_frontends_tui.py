@@ -310,6 +310,8 @@ async def test_home_opens_a_plugin_chat_and_the_plain_chat_streams(app, monkeypa
     monkeypatch.setattr(app.bench.services, "engine", lambda model=None, **kwargs: engine)
     async with app.run_test(size=SIZE) as pilot:
         await home_ready(pilot, app)
+        app.screen.query_one("#chat-parrot").scroll_visible(animate=False)  # the home lists every plugin
+        await pilot.pause()
         await pilot.click("#chat-parrot")
         await chat_ready(pilot, app, "parrot")
         await pick_chat_plugin(pilot, app, "chat")
@@ -326,6 +328,8 @@ async def test_home_opens_a_plugin_chat_and_the_plain_chat_streams(app, monkeypa
         # Back home, another plugin's Chat button turns the open chat screen to that plugin.
         await pilot.press("f1")
         await home_ready(pilot, app)
+        app.screen.query_one("#chat-parrot").scroll_visible(animate=False)
+        await pilot.pause()
         await pilot.click("#chat-parrot")
         await chat_ready(pilot, app, "parrot")
         assert app.screen is screen and screen.query_one("#chat-plugin", Select).value == "parrot"

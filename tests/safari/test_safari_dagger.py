@@ -29,14 +29,17 @@ def test_on_the_experts_own_states_the_label_is_the_experts_decision():
     assert turns > 150
 
 
+def lion_near_zebra_far(giraffe_row: int | None = None) -> Mission:
+    """A lion two cells from the start (in view), a zebra far away, and a giraffe on a row if asked."""
+    rows = ["L" + "." * 9] + ["." * 10] * 14 + ["." * 9 + "Z"]
+    if giraffe_row is not None:
+        rows[giraffe_row] = "G" + "." * 9
+    return Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(2, 2))
+
+
 def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
     # a lion two cells away in view, and a zebra the agent has never seen
-    mission = Mission("m", "find-one", ("zebra",), map=("L.........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            ".........Z"), start=(2, 2))
+    mission = lion_near_zebra_far()
     episode = Episode.start(mission)
     episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
     # The lion in view is left for the label to write as read off the view (relative to the agent).
@@ -51,12 +54,7 @@ def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
 
 
 def test_a_true_noted_sighting_is_kept_and_one_seen_but_never_noted_is_added_by_its_cell():
-    mission = Mission("m", "find-one", ("zebra",), map=("L.........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            "..........", "..........", "..........",
-                                                            "..........", "..........", "G.........",
-                                                            ".........Z"), start=(2, 2))
+    mission = lion_near_zebra_far(giraffe_row=14)
     episode = Episode.start(mission)
     episode.seen.add((14, 0))  # the giraffe was in view earlier and never noted
     episode.notepad = "Seen: lion at (0, 0); zebra at (9, 9)."

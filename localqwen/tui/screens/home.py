@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import HorizontalScroll, Vertical, VerticalScroll
 from textual.widgets import Button, Footer, Label, Static
 
 from localqwen.i18n import t
@@ -123,19 +123,21 @@ class HomeScreen(BaseScreen):
                 if plugin.description:
                     yield Static(plugin.description, classes="plugin-description")
                 yield from self._fit_notes(plugin.id)
-                with Horizontal(classes="plugin-actions"):
+                # The plugin's own view first, then its actions: a plugin with many actions scrolls
+                # sideways in a narrow terminal, and what leads to everything else stays in sight.
+                with HorizontalScroll(classes="plugin-actions"):
                     if plugin.chats:
                         yield Button(t("chat.open"), id=f"chat-{plugin.id}", classes="chat-button", variant="success")
                     if plugin.guided_flow() is not None:
                         yield Button(t("wizard.open"), id=f"wizard-{plugin.id}", classes="wizard-button",
                                      variant="primary")
-                    for item in plugin.actions():
-                        yield Button(item.title, id=f"action-{plugin.id}-{item.id}", classes="action-button",
-                                     tooltip=item.description or None)
                     hook, problem = view_hook(plugin, "tui")
                     if hook is not None:
                         yield Button(t("home.custom_view"), id=f"view-{plugin.id}", classes="view-button",
                                      variant="primary")
+                    for item in plugin.actions():
+                        yield Button(item.title, id=f"action-{plugin.id}-{item.id}", classes="action-button",
+                                     tooltip=item.description or None)
                 if problem:
                     yield Static(t("home.custom_view_failed", error=problem), classes="warning")
 
