@@ -103,6 +103,16 @@ def conversation_row(image: str, context: str, thought: str, calls: list[dict[st
     return row
 
 
+DATA_SOURCE = "safari"
+DATA_SOURCE_DESCRIPTION = "Safari expert episodes (view image + context -> Thought + tool calls)"
+
+
+def register_data_source(extensions) -> None:
+    """Offer ``build_safari_data`` to the trainer as the data source ``safari`` (the plugin does this
+    for ``localqwen train``; the learning bench for its own jobs)."""
+    extensions.add_data_source(DATA_SOURCE, DATA_SOURCE_DESCRIPTION, build_safari_data)
+
+
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
                       seed_start: int = TRAIN_SEED_START, prompt: str = "full") -> Path:
     """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""

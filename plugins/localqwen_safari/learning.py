@@ -106,7 +106,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
     from localqwen.training.runner import run_job
-    from localqwen_safari.plugin import Safari
+    from localqwen_safari.dataset import register_data_source
 
     started = time.monotonic()
     warmup = None
@@ -120,7 +120,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         if minutes is not None:
             minutes = max(0.1, minutes - warmup.seconds / 60)
     extensions = Extensions.builtin().fork("safari")  # what the workbench hands `localqwen train`
-    Safari().register(extensions)
+    register_data_source(extensions)
     config = parse_job_config({
         "output_dir": str(out), "model": {"path": str(model), "task": "vision"},
         "data": {"train": str(data_file)} if data_file is not None else

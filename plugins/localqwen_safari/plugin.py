@@ -120,10 +120,9 @@ class Safari(Plugin):
     requirements = Requirements(task="none")
 
     def register(self, extensions: Extensions) -> None:
-        from localqwen_safari.dataset import build_safari_data
+        from localqwen_safari.dataset import register_data_source
 
-        extensions.add_data_source("safari", "Safari expert episodes (view image + context -> Thought + tool calls)",
-                                   build_safari_data)
+        register_data_source(extensions)
 
     # -- play -------------------------------------------------------------------------------------
     @action(form=PlayForm, title="Play a mission", description="Watch a policy play one mission turn by turn.")
