@@ -9,7 +9,8 @@ notebook with a GPS would: a sighting may be written relative to the agent ("zeb
 read straight off the view), and :func:`pin_sightings` stores it with its map cell; and the
 context shows each noted sighting with its bearing from where the agent stands now
 (:func:`with_bearings`: "zebra at (8, 15) [3 down 2 right]"). Nothing is given away: the notepad
-holds only what the agent wrote, and hiding it hides the bearings too.
+holds only what the agent wrote, and hiding it hides the bearings too. (The expert itself writes
+map cells: see ``policies.notepad_text`` for why.)
 """
 
 from __future__ import annotations
@@ -40,11 +41,6 @@ def offset_parts(here: Cell, there: Cell) -> list[tuple[int, str, str]]:
 def bearing(here: Cell, there: Cell) -> str:
     """Where ``there`` lies from ``here`` in the notepad's words: "3 down 2 right", "4 up", "here"."""
     return " ".join(f"{count} {direction}" for count, direction, _ in offset_parts(here, there)) or "here"
-
-
-def relative_sighting(species: str, here: Cell, there: Cell) -> str:
-    """A sighting as the agent writes it from its view: "zebra 3 down 2 right"."""
-    return f"{species} {bearing(here, there)}"
 
 
 def pin_sightings(text: str, here: Cell) -> str:

@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from localqwen_safari.bearings import offset_parts, relative_sighting
+from localqwen_safari.bearings import offset_parts
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
@@ -107,18 +107,18 @@ def by_species(sightings) -> list[tuple[str, Cell]]:
     return sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
 
 
-def notepad_text(noted: list[tuple[str, Cell]], new: list[tuple[str, Cell]] = (), here: Cell | None = None) -> str:
-    """The sightings line the expert keeps: those already noted as the notepad holds them (map cells,
-    in its order), then the ones in view it has not noted yet written relative to ``here``, as read
-    off the view (the notepad pins them to map cells, bearings.py): "Seen: zebra at (5, 3); lion 2
-    down 3 right." ("" for none)."""
+def notepad_text(noted: list[tuple[str, Cell]], new: list[tuple[str, Cell]] = ()) -> str:
+    """The sightings line the expert keeps: those already noted as the notepad holds them (in its
+    order), then the ones in view it has not noted yet: "Seen: zebra at (5, 3); lion at (6, 20)."
+    ("" for none). Map cells, not sightings relative to itself (which the notepad would take,
+    bearings.py): with "zebra 2 down 3 right" written into its notepad calls, a tiny model trained
+    on the expert's turns mixed up the notepad's words and the move's, and wrote move arguments
+    under other tools' names (README, "Learning proof")."""
     noted = list(dict.fromkeys(noted))
     fresh = [item for item in by_species(new) if item not in noted]
     if not noted and not fresh:
         return ""
-    parts = [f"{species} at ({r}, {c})" for species, (r, c) in noted]
-    parts += [relative_sighting(species, here, cell) for species, cell in fresh]
-    return "Seen: " + "; ".join(parts) + "."
+    return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in noted + fresh) + "."
 
 
 def _offset_text(here: Cell, there: Cell) -> str:
@@ -158,7 +158,7 @@ def expert(episode: Episode) -> Decision:
     noted = notepad_sightings(episode.notepad)
     sightings = noted + visible
     calls: list[Call] = []
-    notepad = notepad_text(noted, visible, here)
+    notepad = notepad_text(noted, visible)
     if notepad and notepad != episode.notepad:
         calls.append(("update_notepad", {"text": notepad}))
     seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from localqwen_safari.bearings import bearing, pin_sightings, relative_sighting, with_bearings
+from localqwen_safari.bearings import bearing, pin_sightings, with_bearings
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission
 from localqwen_safari.policies import expert, notepad_sightings
@@ -24,21 +24,23 @@ def test_bearings_read_back_the_offset_from_where_the_agent_stands():
     assert with_bearings("Seen: zebra at (8, 15); lion at (1, 13). Route to (9, 9): up 1.", (5, 13)) == \
         "Seen: zebra at (8, 15) [3 down 2 right]; lion at (1, 13) [4 up]. Route to (9, 9): up 1."
     for here, there in (((10, 10), (13, 8)), ((0, 31), (4, 27)), ((7, 7), (7, 3))):
-        written = relative_sighting("zebra", here, there)
+        written = f"zebra {bearing(here, there)}"  # as a player writes it off the view
         assert notepad_sightings(pin_sightings(written, here)) == [("zebra", there)]
 
 
-def test_the_expert_writes_what_it_sees_relative_to_itself_and_the_episode_keeps_map_cells():
+def test_a_player_writes_a_sighting_relative_to_itself_and_reads_its_bearing_next_turn():
     mission = Mission("m", "find-two", ("zebra", "lion"), map=("..........", "..........", ".......L..",
                                                                 "..........", "..........", "..........",
                                                                 "Z........."), start=(4, 4))
     episode = Episode.start(mission)
-    decision = expert(episode)
-    name, arguments = decision.calls[0]
-    assert name == "update_notepad" and arguments["text"].startswith("Seen: zebra 2 down 4 left; lion 2 up 3 right.")
-    episode.play_turn(decision.calls)
-    assert episode.notepad.startswith("Seen: zebra at (6, 0); lion at (2, 7).")
-    # Next turn nothing new is in view, so the expert leaves the sightings as they stand.
-    again = expert(episode)
-    assert all(not args.get("text", "").startswith("Seen: zebra 2") for _, args in again.calls)
-    assert "[" in episode.compact_context() and "[" not in episode.notepad
+    episode.play_turn([("update_notepad", {"text": "Seen: zebra 2 down 4 left; lion 2 up 3 right."}),
+                       ("move", {"direction": "down", "steps": 1})])
+    assert episode.notepad == "Seen: zebra at (6, 0); lion at (2, 7)."  # pinned where it was written
+    assert "Notepad: Seen: zebra at (6, 0) [1 down 4 left]; lion at (2, 7) [3 up 3 right]." in \
+        episode.compact_context()
+    assert "(hidden)" in episode.compact_context(show_notepad=False)
+    # The expert writes map cells, and what it sees is noted after what the notepad holds.
+    fresh = Episode.start(mission)
+    fresh.notepad = "Seen: lion at (2, 7)."
+    name, arguments = expert(fresh).calls[0]
+    assert name == "update_notepad" and arguments["text"] == "Seen: lion at (2, 7); zebra at (6, 0)."

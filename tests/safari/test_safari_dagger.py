@@ -42,11 +42,11 @@ def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
     mission = lion_near_zebra_far()
     episode = Episode.start(mission)
     episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
-    # The lion in view is left for the label to write as read off the view (relative to the agent).
+    # The lion in view is left for the label to write as the expert notes what it sees.
     assert honest_notepad(episode) == "Route to (9, 2): down 4."
     label = expert_label(episode)
     assert label.calls[0][0] == "update_notepad" and "zebra" not in label.calls[0][1]["text"]
-    assert "lion 2 up 2 left" in label.calls[0][1]["text"]
+    assert "lion at (0, 0)" in label.calls[0][1]["text"]
     episode.play_turn([label.calls[0]])
     assert episode.notepad.startswith("Seen: lion at (0, 0).")  # pinned to its map cell
     assert label.situation != "target remembered"  # the made-up zebra is not walked to
