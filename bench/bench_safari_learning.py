@@ -61,6 +61,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     adapter.add_argument("--lora", action="store_true", help="LoRA r=16 alpha=32 on attention and MLP")
     adapter.add_argument("--qlora", action="store_true", help="QLoRA (4-bit base, LoRA r=16 alpha=32)")
     parser.add_argument("--episodes", type=int, help="expert training episodes (default 200; quick 40)")
+    parser.add_argument("--oversample", type=int, default=1,
+                        help="training rows hold each turn with the target in sight or in reach this many times")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -140,6 +142,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
 
     tiny = args.model == "tiny"
     run = train_on_expert(model, work / "run", episodes=args.episodes, epochs=args.epochs, batch_size=args.batch_size,
+                          oversample=args.oversample,
                           learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},
@@ -350,6 +353,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for situation, scores in report["teacher_forced"]["by_situation"].items():
             print(f"  {situation}: {scores['rows']:.0f} rows, direction {scores['direction']:.3f} "
                   f"(commonest {scores['majority']:.3f})", flush=True)
+        from localqwen_safari.learning import decisions_on_expert_states
+
+        report["decisions_on_expert_states"] = decisions_on_expert_states(
+            trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens)
+        print("its own replies on held-out expert states (agreement with the expert; noticed: the Thought "
+              "begins with the target):", flush=True)
+        for situation, scores in report["decisions_on_expert_states"].items():
+            noticed = f", noticed {scores['noticed']:.3f}" if "noticed" in scores else ""
+            print(f"  {situation}: {scores['states']:.0f} states, agreement {scores['agreement']:.3f}{noticed}",
+                  flush=True)
 
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
 

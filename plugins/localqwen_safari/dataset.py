@@ -26,14 +26,25 @@ CONVERSATIONS_FILE = "conversations.jsonl"
 TRAIN_SEED_START = 100_000  # far from the evaluation seeds (1000-1299 in the README)
 
 
+# The turns where the target is in sight or within reach: about one in six of the expert's, and
+# the ones where a learner must notice the target in the image (see ``generate``'s ``oversample``).
+TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
+
+
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
-             seed_start: int = TRAIN_SEED_START, prompt: str = "full") -> Iterator[Any]:
+             seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1) -> Iterator[Any]:
     """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
-    schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch)."""
+    schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch).
+    ``oversample``: the training rows (``conversations.jsonl``) hold each turn of
+    ``TARGET_SITUATIONS`` this many times (``dataset.jsonl`` keeps one row per turn). Most turns
+    explore, so a small model learns to begin every reply as an explorer; its first word decides
+    whether it goes for the target at all."""
     system_prompt(prompt)  # an unknown profile fails here, before any file is written
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
+    if oversample < 1:
+        raise ValueError(f"oversample must be at least 1, got {oversample}")
     kinds = list(KINDS) if kind == "both" else [kind]
     if any(k not in KINDS for k in kinds):
         raise ValueError(f"unknown mission kind {kind!r} (expected one of {', '.join(KINDS)} or both)")
@@ -41,7 +52,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     images = out_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
     tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message="expert episodes")
-    rows = successes = 0
+    rows = training_rows = successes = 0
     with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
             open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows:
         for index in range(episodes):
@@ -51,24 +62,27 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
                 assert turn.view is not None
                 (out_dir / image_file).write_bytes(turn.view)
+                copies = oversample if turn.decision.situation in TARGET_SITUATIONS else 1
                 write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
                            image_file=image_file, context=turn.context, compact_context=turn.compact_context,
-                           decision=turn.decision, results=[run.result for run in turn.runs])
+                           decision=turn.decision, results=[run.result for run in turn.runs], copies=copies)
                 rows += 1
+                training_rows += copies
             successes += episode.success
             if index % 20 == 19 or index == episodes - 1:
                 yield tracker.update(index + 1)
-    return {"episodes": episodes, "rows": rows, "expert_success_rate": round(successes / episodes, 4),
+    return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "expert_success_rate": round(successes / episodes, 4),
             "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
             "images": str(images)}
 
 
 def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: int, mission: Mission, turn: int,
                image_file: str, context: str, compact_context: str, decision: Decision,
-               results: list[str] | None = None) -> None:
+               results: list[str] | None = None, copies: int = 1) -> None:
     """One turn as a line of each file: the seed's row (the full context and Thought, the
     situation the decision rested on, the results when the turn was played) and the chat row in
-    the ``prompt`` profile (``compact``: the compact context and Thought, no tool schema)."""
+    the ``prompt`` profile (``compact``: the compact context and Thought, no tool schema),
+    ``copies`` times (oversampling)."""
     calls = [{"name": name, "arguments": arguments} for name, arguments in decision.calls]
     seed_row = {"episode": episode, "mission": mission.id, "kind": mission.kind, "turn": turn,
                 "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": context,
@@ -81,7 +95,7 @@ def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: 
     else:
         row = conversation_row(image_file, compact_context, compact_thought(decision.thought), calls, None,
                                system=system_prompt(prompt))
-    chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+    chat_rows.write((json.dumps(row, ensure_ascii=False) + "\n") * copies)
 
 
 def conversation_row(image: str, context: str, thought: str, calls: list[dict[str, Any]],
@@ -114,9 +128,10 @@ def register_data_source(extensions) -> None:
 
 
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
-                      seed_start: int = TRAIN_SEED_START, prompt: str = "full") -> Path:
+                      seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1) -> Path:
     """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""
-    stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt)
+    stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt,
+                      oversample=oversample)
     try:
         while True:
             next(stream)

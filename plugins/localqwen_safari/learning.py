@@ -91,7 +91,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     max_length: int = 400, seed: int = 0, lr_scheduler: str = "constant_with_warmup",
                     vision_warmup_steps: int = 0,
                     on_warmup_step: Callable[[int, int, float], None] | None = None,
-                    data_file: Path | None = None, on_event: Callable[[Any], None] | None = None) -> TrainingRun:
+                    data_file: Path | None = None, on_event: Callable[[Any], None] | None = None,
+                    oversample: int = 1) -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
@@ -101,7 +102,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     episodes' views, and its vision tower is then frozen for the replies' training; the warm-up's
     time comes out of ``minutes``. ``data_file``: train on these conversation rows (a DAgger round's
     mix) instead of ``episodes`` fresh expert episodes. ``on_event``: gets the job's events as it
-    runs (progress with loss and ETA), as ``localqwen train`` shows them."""
+    runs (progress with loss and ETA), as ``localqwen train`` shows them. ``oversample``: the
+    data source's (target turns repeated, dataset.generate)."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -124,7 +126,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     config = parse_job_config({
         "output_dir": str(out), "model": {"path": str(model), "task": "vision"},
         "data": {"train": str(data_file)} if data_file is not None else
-                {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt}}},
+                {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt,
+                                                         "oversample": oversample}}},
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
                      "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,
@@ -199,6 +202,56 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
                           method_options={"freeze_vision_tower": True}, lr_scheduler="cosine",
                           data_file=out / "mix.jsonl", on_event=on_progress)
     return run, summary
+
+
+def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_situation: int = 40,
+                               prompt: str = "compact", max_new_tokens: int = 160,
+                               max_episodes: int = 400) -> dict[str, dict[str, float]]:
+    """The model's own replies (generated, not teacher-forced) on states of the expert's episodes
+    (seeds from ``seed_start``, both kinds), up to ``per_situation`` states for each situation of
+    the expert's decision: per situation, the share whose action equals the expert's
+    (``agreement``) and, where the target is in sight or in reach, the share whose Thought begins
+    with it ("The lion ...", ``noticed``). Between the teacher-forced check (which hands the model
+    its Thought up to "I move", so it never has to notice the target) and play (where its own
+    earlier turns lead it off the expert's states), this shows whether the first decision, go for
+    the target or explore, is made from the view."""
+    import copy
+    import tempfile
+
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+    from localqwen_safari.dataset import TARGET_SITUATIONS
+    from localqwen_safari.episode import Episode
+    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.model_policy import ModelPolicy
+    from localqwen_safari.policies import Decision, expert
+
+    kinds = list(KINDS)
+    states: dict[str, list[tuple[Episode, Decision]]] = {}
+    for index in range(max_episodes):
+        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
+        while not episode.done:
+            decision = expert(episode)
+            bucket = states.setdefault(decision.situation, [])
+            if len(bucket) < per_situation:
+                bucket.append((copy.deepcopy(episode), decision))
+            episode.play_turn(decision.calls)
+        if all(len(bucket) >= per_situation for bucket in states.values()) and len(states) >= 5:
+            break
+    report: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="safari-decisions-") as views, TransformersEngine(model) as engine:
+        policy = ModelPolicy(engine, Path(views), settings=GenerationSettings(max_new_tokens=max_new_tokens),
+                             prompt=prompt, keep_replies=False)
+        for situation, items in sorted(states.items()):
+            replies = policy.decide([episode for episode, _ in items])
+            agreed = sum(reply.action() == decision.action() for reply, (_, decision) in zip(replies, items, strict=True))
+            scores = {"states": len(items), "agreement": round(agreed / len(items), 4)}
+            if situation in TARGET_SITUATIONS:
+                noticed = sum(reply.thought.startswith(f"The {episode.current_target}")
+                              for reply, (episode, _) in zip(replies, items, strict=True))
+                scores["noticed"] = round(noticed / len(items), 4)
+            report[situation] = scores
+    return report
 
 
 @dataclass

@@ -52,6 +52,9 @@ class GenerateForm(Form):
     prompt: Literal["full", "compact"] = field("full", label="Prompt profile", advanced=True,
                                                help="Conversation rows with the full system prompt and tool schema, "
                                                     "or compact (one line, no schema) for a tiny model.")
+    oversample: int = field(1, label="Target turns repeated", ge=1, le=100, advanced=True,
+                            help="The training rows hold each turn with the target in sight or in reach this "
+                                 "many times (most turns explore).")
 
 
 class WarmupForm(Form):
@@ -214,7 +217,7 @@ class Safari(Plugin):
 
         out = (form.output_dir or ctx.outputs_dir / "dataset").expanduser()
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
-                                                prompt=form.prompt), ctx)
+                                                prompt=form.prompt, oversample=form.oversample), ctx)
         yield ev.FileWritten(path=summary["dataset"], description="expert turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "
