@@ -26,30 +26,16 @@ from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, write_tur
 from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import BatchPolicy
 from localqwen_safari.missions import Mission
-from localqwen_safari.policies import (
-    Decision,
-    by_species,
-    expert,
-    notepad_route,
-    notepad_sightings,
-    notepad_text,
-    route_text,
-    visible_animals,
-)
+from localqwen_safari.policies import Decision, expert, notepad_route, notepad_text, route_text
 
 
 def honest_notepad(episode: Episode) -> str:
-    """The notepad the agent would have if it wrote down only what it saw: its sightings that are
-    true, in its order, then the animals it saw and did not note (map cells), and the route line it
-    wrote itself (kept as written). Animals in view that it has not noted are left for the expert's
-    label to write, as read off the view (relative to the agent)."""
-    true = {(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen}
-    noted = [item for item in dict.fromkeys(notepad_sightings(episode.notepad)) if item in true]
-    in_view = set(visible_animals(episode))
-    missed = [item for item in by_species(true) if item not in noted and item not in in_view]
+    """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
+    has had in view, and the route line it wrote itself (kept as written)."""
+    seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
     goal, route = notepad_route(episode.notepad)
     route_line = route_text(goal, route) if goal is not None and route else ""
-    return " ".join(part for part in (notepad_text(noted + missed), route_line) if part)
+    return " ".join(part for part in (notepad_text(seen), route_line) if part)
 
 
 def expert_label(episode: Episode) -> Decision:

@@ -101,24 +101,17 @@ def route_text(goal: Cell, moves: list[tuple[str, int]]) -> str:
     return f"Route to ({goal[0]}, {goal[1]}): " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
 
 
-def by_species(sightings) -> list[tuple[str, Cell]]:
-    """Sightings in the species' order, then by cell (how the expert lists what it sees)."""
-    order = {name: i for i, name in enumerate(SPECIES)}
-    return sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
-
-
-def notepad_text(noted: list[tuple[str, Cell]], new: list[tuple[str, Cell]] = ()) -> str:
-    """The sightings line the expert keeps: those already noted as the notepad holds them (in its
-    order), then the ones in view it has not noted yet: "Seen: zebra at (5, 3); lion at (6, 20)."
-    ("" for none). Map cells, not sightings relative to itself (which the notepad would take,
-    bearings.py): with "zebra 2 down 3 right" written into its notepad calls, a tiny model trained
-    on the expert's turns mixed up the notepad's words and the move's, and wrote move arguments
-    under other tools' names (README, "Learning proof")."""
-    noted = list(dict.fromkeys(noted))
-    fresh = [item for item in by_species(new) if item not in noted]
-    if not noted and not fresh:
+def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
+    """The sightings line the expert keeps: "Seen: zebra at (5, 3); lion at (6, 20)." ("" for none).
+    Map cells, not sightings relative to itself (which the notepad would take, bearings.py): with
+    "zebra 2 down 3 right" written into its notepad calls, a tiny model trained on the expert's
+    turns mixed up the notepad's words and the move's, and wrote move arguments under other tools'
+    names (README, "Learning proof")."""
+    if not sightings:
         return ""
-    return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in noted + fresh) + "."
+    order = {name: i for i, name in enumerate(SPECIES)}
+    ordered = sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
+    return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in ordered) + "."
 
 
 def _offset_text(here: Cell, there: Cell) -> str:
@@ -155,10 +148,9 @@ def expert(episode: Episode) -> Decision:
     stopped) it goes to the same goal another way, and once the route is done it picks a new goal."""
     here = episode.position
     visible = visible_animals(episode)
-    noted = notepad_sightings(episode.notepad)
-    sightings = noted + visible
+    sightings = notepad_sightings(episode.notepad) + visible
     calls: list[Call] = []
-    notepad = notepad_text(noted, visible)
+    notepad = notepad_text(sightings)
     if notepad and notepad != episode.notepad:
         calls.append(("update_notepad", {"text": notepad}))
     seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \

@@ -41,20 +41,21 @@ _TARGET_PLACE = re.compile(r"The (\w+) \((in view|remembered from my notepad)\) 
 
 def compact_thought(thought: str) -> str:
     """The expert's Thought for the compact profile: its decision (the last sentence: "I move left 3
-    steps towards it.", "... so I declare it found."), after where the target is when it knows:
-    "The lion is 2 rows down and 3 cols right.", read off the image for one in view and off the
-    notepad's bearing for one remembered (the context shows "lion at (6, 20) [2 down 3 right]":
-    no coordinates to work out either way). Every reply token is a decode step for every episode
-    of an evaluation batch, and the "I see ..." inventory is in the notepad call anyway; but without
-    the target's place a tiny model had to map the image straight to a direction word and never
-    learned to (teacher-forced on in-view turns it stated the right direction less often than
-    always saying the commonest one); with the place first and the vision warm-up it states the
-    right direction on 85% of those turns (README, "Learning proof"). The move is still stated as
-    'I move <direction> <n> steps', so Thought-Action consistency is checked exactly as for the
-    full Thought."""
+    steps towards it.", "... so I declare it found."), after where the target is when it knows: "The
+    lion is 2 rows down and 3 cols right." for one in view (read off the image: no coordinates to
+    work out), "The lion is at (6, 20), 2 rows down and 3 cols right." for one remembered (its
+    coordinates come from the notepad). Every reply token is a decode step for every episode of an
+    evaluation batch, and the "I see ..." inventory is in the notepad call anyway; but without the
+    target's place a tiny model had to map the image straight to a direction word and never learned
+    to (teacher-forced on in-view turns it stated the right direction less often than always saying
+    the commonest one); with the place first and the vision warm-up it states the right direction on
+    85% of those turns (README, "Learning proof"). The move is still stated as 'I move <direction>
+    <n> steps', so Thought-Action consistency is checked exactly as for the full Thought."""
     decision = _SENTENCE_END.split(thought.strip())[-1]
     target = _TARGET_PLACE.search(thought)
     if target is None:
         return decision
-    species, _where, _row, _col, offset = target.groups()
-    return f"The {species} is {offset}. {decision}"
+    species, where, row, col, offset = target.groups()
+    if where == "in view":
+        return f"The {species} is {offset}. {decision}"
+    return f"The {species} is at ({row}, {col}), {offset}. {decision}"

@@ -37,10 +37,9 @@ def test_a_player_writes_a_sighting_relative_to_itself_and_reads_its_bearing_nex
                        ("move", {"direction": "down", "steps": 1})])
     assert episode.notepad == "Seen: zebra at (6, 0); lion at (2, 7)."  # pinned where it was written
     assert "Notepad: Seen: zebra at (6, 0) [1 down 4 left]; lion at (2, 7) [3 up 3 right]." in \
-        episode.compact_context()
-    assert "(hidden)" in episode.compact_context(show_notepad=False)
-    # The expert writes map cells, and what it sees is noted after what the notepad holds.
-    fresh = Episode.start(mission)
-    fresh.notepad = "Seen: lion at (2, 7)."
-    name, arguments = expert(fresh).calls[0]
-    assert name == "update_notepad" and arguments["text"] == "Seen: lion at (2, 7); zebra at (6, 0)."
+        episode.context_text()
+    assert "Notepad: Seen: zebra at (6, 0); lion at (2, 7)." in episode.compact_context()  # as written
+    assert "(hidden)" in episode.context_text(show_notepad=False)
+    # The expert writes map cells.
+    name, arguments = expert(Episode.start(mission)).calls[0]
+    assert name == "update_notepad" and arguments["text"] == "Seen: zebra at (6, 0); lion at (2, 7)."

@@ -29,11 +29,9 @@ def test_on_the_experts_own_states_the_label_is_the_experts_decision():
     assert turns > 150
 
 
-def lion_near_zebra_far(giraffe_row: int | None = None) -> Mission:
-    """A lion two cells from the start (in view), a zebra far away, and a giraffe on a row if asked."""
+def lion_near_zebra_far() -> Mission:
+    """A lion two cells from the start (in view) and a zebra far away."""
     rows = ["L" + "." * 9] + ["." * 10] * 14 + ["." * 9 + "Z"]
-    if giraffe_row is not None:
-        rows[giraffe_row] = "G" + "." * 9
     return Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(2, 2))
 
 
@@ -42,23 +40,12 @@ def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
     mission = lion_near_zebra_far()
     episode = Episode.start(mission)
     episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
-    # The lion in view is left for the label to write as the expert notes what it sees.
-    assert honest_notepad(episode) == "Route to (9, 2): down 4."
+    assert honest_notepad(episode) == "Seen: lion at (0, 0). Route to (9, 2): down 4."
     label = expert_label(episode)
     assert label.calls[0][0] == "update_notepad" and "zebra" not in label.calls[0][1]["text"]
     assert "lion at (0, 0)" in label.calls[0][1]["text"]
-    episode.play_turn([label.calls[0]])
-    assert episode.notepad.startswith("Seen: lion at (0, 0).")  # pinned to its map cell
     assert label.situation != "target remembered"  # the made-up zebra is not walked to
     assert "declare_found" not in [name for name, _ in label.calls]
-
-
-def test_a_true_noted_sighting_is_kept_and_one_seen_but_never_noted_is_added_by_its_cell():
-    mission = lion_near_zebra_far(giraffe_row=14)
-    episode = Episode.start(mission)
-    episode.seen.add((14, 0))  # the giraffe was in view earlier and never noted
-    episode.notepad = "Seen: lion at (0, 0); zebra at (9, 9)."
-    assert honest_notepad(episode) == "Seen: lion at (0, 0); giraffe at (14, 0)."
 
 
 class RandomBatch:

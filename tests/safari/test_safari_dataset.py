@@ -48,6 +48,23 @@ def test_generate_writes_both_files_and_the_trainer_reads_them(tmp_path):
     assert [c["function"] for c in assistant["tool_calls"]] == seed_first["tool_calls"]
 
 
+def test_oversampling_repeats_only_the_training_rows_of_target_turns(tmp_path):
+    import pytest
+    from localqwen_safari.dataset import TARGET_SITUATIONS
+
+    _, plain = _run(generate(tmp_path / "plain", 6, seed_start=500, prompt="compact"))
+    _, more = _run(generate(tmp_path / "more", 6, seed_start=500, prompt="compact", oversample=3))
+    seed_rows = [json.loads(line) for line in (tmp_path / "more" / DATASET_FILE).read_text().splitlines()]
+    target_turns = sum(row["situation"] in TARGET_SITUATIONS for row in seed_rows)
+    assert target_turns > 0 and more["rows"] == plain["rows"] == len(seed_rows)  # one seed row per turn
+    assert plain["training_rows"] == plain["rows"]
+    assert more["training_rows"] == plain["rows"] + 2 * target_turns
+    chat_rows = (tmp_path / "more" / CONVERSATIONS_FILE).read_text().splitlines()
+    assert len(chat_rows) == more["training_rows"] and len(set(chat_rows)) == len(seed_rows)
+    with pytest.raises(ValueError, match="oversample must be at least 1"):
+        _run(generate(tmp_path / "bad", 1, oversample=0))
+
+
 def test_same_seeds_same_dataset(tmp_path):
     _run(generate(tmp_path / "a", 3, seed_start=42))
     _run(generate(tmp_path / "b", 3, seed_start=42))

@@ -74,16 +74,18 @@ def test_compact_context_and_thought():
     episode.play_turn([("update_notepad", {"text": "Seen: lion at (0, 0)."}), ("move", {"direction": "left", "steps": 1})])
     text = episode.compact_context()
     assert text.splitlines() == ["find-two: lion then zebra. Turn 2/25. At (1, 1). Found: nothing.",
-                                 "Notepad: Seen: lion at (0, 0) [1 up 1 left].",  # its bearing from here
+                                 "Notepad: Seen: lion at (0, 0).",
                                  "update_notepad: notepad updated (21 characters)",
                                  "move: moved left 1 step, now at row 1, col 1"]
     assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
+    # the full context shows each sighting's bearing from here; the compact one the notepad as written
+    assert "Notepad: Seen: lion at (0, 0) [1 up 1 left]." in episode.context_text()
     assert compact_thought("I see a lion at (0, 0). The lion (in view) is at (0, 0), 1 row up and 1 col left. "
                            "I move left 1 step towards it.") == \
         "The lion is 1 row up and 1 col left. I move left 1 step towards it."  # in view: the place, no coordinates
     assert compact_thought("I see no animals. The zebra (remembered from my notepad) is at (5, 9), 4 rows down. "
                            "I move down 3 steps towards it.") == \
-        "The zebra is 4 rows down. I move down 3 steps towards it."  # read off the notepad's bearing
+        "The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
     assert compact_thought("I see no animals. I have not seen a lion yet. I follow the route in my notepad to "
                            "(3, 4). I move up 2 steps to explore.") == "I move up 2 steps to explore."
     with pytest.raises(ValueError, match="unknown prompt profile 'tiny'"):
@@ -123,3 +125,11 @@ def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_pa
     assert sum(s["rows"] for s in after.by_situation.values()) == after.rows
     assert "explore (noted route)" in after.by_situation
     assert all(0 <= s["direction"] <= 1 and 0 < s["majority"] <= 1 for s in after.by_situation.values())
+    # its own replies on held-out expert states, by situation (the bench's check of the first decision)
+    from localqwen_safari.learning import decisions_on_expert_states
+
+    decisions = decisions_on_expert_states(run.model, per_situation=3, max_new_tokens=48, max_episodes=12)
+    assert {"explore (new goal)", "target in view", "declare"} <= set(decisions)
+    assert all(scores["states"] <= 3 and 0 <= scores["agreement"] <= 1 for scores in decisions.values())
+    assert all(("noticed" in scores) == (situation in ("target in view", "target remembered", "declare"))
+               for situation, scores in decisions.items())
