@@ -63,6 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, help="expert training episodes (default 200; quick 40)")
     parser.add_argument("--oversample", type=int, default=1,
                         help="training rows hold each turn with the target in sight or in reach this many times")
+    parser.add_argument("--grounding", type=int, default=0,
+                        help="question rows per turn on its view ('Where is the lion?'), in the training rows")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -142,7 +144,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
 
     tiny = args.model == "tiny"
     run = train_on_expert(model, work / "run", episodes=args.episodes, epochs=args.epochs, batch_size=args.batch_size,
-                          oversample=args.oversample,
+                          oversample=args.oversample, grounding=args.grounding,
                           learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import random
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -18,8 +19,9 @@ from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import Decision, expert
+from localqwen_safari.policies import Decision, expert, offset_text
 from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, system_prompt
+from localqwen_safari.world import SPECIES, Cell
 
 DATASET_FILE = "dataset.jsonl"
 CONVERSATIONS_FILE = "conversations.jsonl"
@@ -32,19 +34,25 @@ TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
 
 
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
-             seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1) -> Iterator[Any]:
+             seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
+             grounding: int = 0) -> Iterator[Any]:
     """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
     schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch).
     ``oversample``: the training rows (``conversations.jsonl``) hold each turn of
     ``TARGET_SITUATIONS`` this many times (``dataset.jsonl`` keeps one row per turn). Most turns
     explore, so a small model learns to begin every reply as an explorer; its first word decides
-    whether it goes for the target at all."""
+    whether it goes for the target at all. ``grounding``: after each turn's row, this many question
+    rows on the same view (:func:`grounding_row`: "Where is the lion?" -> "The lion is 2 rows down
+    and 3 cols right." or "No lion in view.", species in view and not asked in turn), the first
+    sentence of a reply that goes for the target, taught as a task of its own."""
     system_prompt(prompt)  # an unknown profile fails here, before any file is written
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     if oversample < 1:
         raise ValueError(f"oversample must be at least 1, got {oversample}")
+    if grounding < 0:
+        raise ValueError(f"grounding must be 0 or more, got {grounding}")
     kinds = list(KINDS) if kind == "both" else [kind]
     if any(k not in KINDS for k in kinds):
         raise ValueError(f"unknown mission kind {kind!r} (expected one of {', '.join(KINDS)} or both)")
@@ -68,6 +76,12 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                            decision=turn.decision, results=[run.result for run in turn.runs], copies=copies)
                 rows += 1
                 training_rows += copies
+                for question in range(grounding):
+                    row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
+                                        random.Random(f"{seed_start + index}-{turn.number}-{question}"),
+                                        ask_present=question % 2 == 0)
+                    chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    training_rows += 1
             successes += episode.success
             if index % 20 == 19 or index == episodes - 1:
                 yield tracker.update(index + 1)
@@ -96,6 +110,29 @@ def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: 
         row = conversation_row(image_file, compact_context, compact_thought(decision.thought), calls, None,
                                system=system_prompt(prompt))
     chat_rows.write((json.dumps(row, ensure_ascii=False) + "\n") * copies)
+
+
+def grounding_row(image: str, here: Cell, in_view: list[tuple[str, Cell]], prompt: str, rng: random.Random, *,
+                  ask_present: bool) -> dict[str, Any]:
+    """A question row on a view: where the nearest animal of one species is, as the compact Thought
+    says it ("The lion is 2 rows down and 3 cols right."), or "No lion in view.". ``ask_present``
+    picks a species in view when there is one, otherwise one that is not (when every species is in
+    view, one that is)."""
+    present = sorted({species for species, _ in in_view})
+    absent = [species for species in SPECIES if species not in present]
+    pool = present if (ask_present and present) or not absent else absent
+    species = rng.choice(pool)
+    cells = [cell for name, cell in in_view if name == species]
+    if cells:
+        nearest = min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
+        answer = f"The {species} is {offset_text(here, nearest)}."
+    else:
+        answer = f"No {species} in view."
+    return {"messages": [
+        {"role": "system", "content": system_prompt(prompt)},
+        {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": f"Where is the {species}?"}]},
+        {"role": "assistant", "content": answer},
+    ]}
 
 
 def conversation_row(image: str, context: str, thought: str, calls: list[dict[str, Any]],
@@ -128,10 +165,11 @@ def register_data_source(extensions) -> None:
 
 
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
-                      seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1) -> Path:
+                      seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
+                      grounding: int = 0) -> Path:
     """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""
     stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt,
-                      oversample=oversample)
+                      oversample=oversample, grounding=grounding)
     try:
         while True:
             next(stream)

@@ -92,7 +92,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     vision_warmup_steps: int = 0,
                     on_warmup_step: Callable[[int, int, float], None] | None = None,
                     data_file: Path | None = None, on_event: Callable[[Any], None] | None = None,
-                    oversample: int = 1) -> TrainingRun:
+                    oversample: int = 1, grounding: int = 0) -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
@@ -102,8 +102,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     episodes' views, and its vision tower is then frozen for the replies' training; the warm-up's
     time comes out of ``minutes``. ``data_file``: train on these conversation rows (a DAgger round's
     mix) instead of ``episodes`` fresh expert episodes. ``on_event``: gets the job's events as it
-    runs (progress with loss and ETA), as ``localqwen train`` shows them. ``oversample``: the
-    data source's (target turns repeated, dataset.generate)."""
+    runs (progress with loss and ETA), as ``localqwen train`` shows them. ``oversample`` and
+    ``grounding``: the data source's (target turns repeated, question rows per turn; dataset.generate)."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -127,7 +127,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         "output_dir": str(out), "model": {"path": str(model), "task": "vision"},
         "data": {"train": str(data_file)} if data_file is not None else
                 {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt,
-                                                         "oversample": oversample}}},
+                                                         "oversample": oversample, "grounding": grounding}}},
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
                      "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,

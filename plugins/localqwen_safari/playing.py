@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from localqwen.runtime.tool_loop import ToolRun
 from localqwen_safari.episode import Episode
-from localqwen_safari.policies import Decision, Policy
+from localqwen_safari.policies import Decision, Policy, visible_animals
 from localqwen_safari.render import render_view
+from localqwen_safari.world import Cell
 
 
 @dataclass
@@ -20,6 +21,8 @@ class Turn:
     runs: list[ToolRun]
     reference: Decision | None = None  # what the teacher (the expert) would have done in the same state
     compact_context: str = ""  # the context in the compact prompt profile (Episode.compact_context)
+    position: Cell = (0, 0)  # where the agent stood when it saw the view
+    animals_in_view: list[tuple[str, Cell]] = field(default_factory=list)  # what the view showed
 
 
 def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
@@ -28,8 +31,9 @@ def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
     state the policy saw (teacher forcing), before the policy's calls change it."""
     while not episode.done:
         context, compact = episode.context_text(), episode.compact_context()
+        position, animals = episode.position, visible_animals(episode)
         view = render_view(episode) if render else None
         reference = teacher(episode) if teacher is not None else None
         decision = policy(episode)
         runs = episode.play_turn(decision.calls)
-        yield Turn(episode.turn, context, view, decision, runs, reference, compact)
+        yield Turn(episode.turn, context, view, decision, runs, reference, compact, position, animals)

@@ -55,6 +55,9 @@ class GenerateForm(Form):
     oversample: int = field(1, label="Target turns repeated", ge=1, le=100, advanced=True,
                             help="The training rows hold each turn with the target in sight or in reach this "
                                  "many times (most turns explore).")
+    grounding: int = field(0, label="Questions per view", ge=0, le=10, advanced=True,
+                           help="Training rows asking where an animal is in each turn's view "
+                                "('Where is the lion?' -> 'The lion is 2 rows down and 3 cols right.').")
 
 
 class WarmupForm(Form):
@@ -217,7 +220,8 @@ class Safari(Plugin):
 
         out = (form.output_dir or ctx.outputs_dir / "dataset").expanduser()
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
-                                                prompt=form.prompt, oversample=form.oversample), ctx)
+                                                prompt=form.prompt, oversample=form.oversample,
+                                                grounding=form.grounding), ctx)
         yield ev.FileWritten(path=summary["dataset"], description="expert turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "

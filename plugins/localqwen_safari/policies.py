@@ -114,7 +114,7 @@ def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
     return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in ordered) + "."
 
 
-def _offset_text(here: Cell, there: Cell) -> str:
+def offset_text(here: Cell, there: Cell) -> str:
     """The way to ``there`` as the Thought says it: "2 rows down and 3 cols right"."""
     return " and ".join(f"{count} {axis}{'s' * (count != 1)} {direction}"
                         for count, direction, axis in offset_parts(here, there)) or "right here"
@@ -174,7 +174,7 @@ def expert(episode: Episode) -> Decision:
             direction, steps = reach[goal][1]
             where = "remembered from my notepad" if (target, spot) not in visible else "in view"
             return Decision(f"{seen_text} The {target} ({where}) is at ({spot[0]}, {spot[1]}), "
-                            f"{_offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
+                            f"{offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
                             calls + [("move", {"direction": direction, "steps": steps})],
                             "target in view" if where == "in view" else "target remembered")
     goal, route = notepad_route(episode.notepad)
@@ -186,14 +186,14 @@ def expert(episode: Episode) -> Decision:
         if goal is not None and goal != here and goal in reach:
             situation = "explore (noted goal)"
             why = (f"I am off the route in my notepad, so I go to its goal ({goal[0]}, {goal[1]}), "
-                   f"{_offset_text(here, goal)}, another way.")
+                   f"{offset_text(here, goal)}, another way.")
         else:
             goal = _exploration_goal(episode, reach, turn_cost=PLAN_TURN_COST, min_turns=PLAN_MIN_TURNS) \
                 or _exploration_goal(episode, reach)
             situation = "explore (new goal)"
             if goal is not None:
                 why = (f"The most unexplored ground I can reach is around ({goal[0]}, {goal[1]}), "
-                       f"{_offset_text(here, goal)}.")
+                       f"{offset_text(here, goal)}.")
         route = _route_to(came_from, here, goal) if goal is not None else []
     if goal is not None and route:
         (direction, steps), rest = route[0], route[1:]

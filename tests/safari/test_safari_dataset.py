@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from event_streams import drain
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
 from localqwen_safari.episode import tool_schemas
@@ -63,6 +64,33 @@ def test_oversampling_repeats_only_the_training_rows_of_target_turns(tmp_path):
     assert len(chat_rows) == more["training_rows"] and len(set(chat_rows)) == len(seed_rows)
     with pytest.raises(ValueError, match="oversample must be at least 1"):
         _run(generate(tmp_path / "bad", 1, oversample=0))
+
+
+def test_grounding_rows_ask_where_an_animal_is_in_the_turns_view(tmp_path):
+    import re
+
+    from localqwen_safari.episode import Episode
+    from localqwen_safari.missions import mission_for_seed
+    from localqwen_safari.policies import offset_text, visible_animals
+
+    _, summary = _run(generate(tmp_path, 4, seed_start=500, prompt="compact", grounding=2))
+    assert summary["training_rows"] == 3 * summary["rows"]
+    rows = read_rows(tmp_path / CONVERSATIONS_FILE)
+    assert validate_rows(rows).ok
+    questions = [row for row in rows if "tool_calls" not in row["messages"][-1]]
+    assert len(questions) == 2 * summary["rows"]
+    answers = [row["messages"][-1]["content"] for row in questions]
+    assert any(a.startswith("No ") for a in answers) and any(" is " in a for a in answers)
+    # The first turn of the first episode: the answers are what that view shows, nearest first.
+    episode = Episode.start(mission_for_seed("find-one", 500))
+    here, in_view = episode.position, visible_animals(episode)
+    for row in questions[:2]:
+        species = re.match(r"Where is the (\w+)\?", row["messages"][1]["content"][1]["text"]).group(1)
+        cells = sorted((abs(r - here[0]) + abs(c - here[1]), (r, c)) for name, (r, c) in in_view if name == species)
+        expected = f"The {species} is {offset_text(here, cells[0][1])}." if cells else f"No {species} in view."
+        assert row["messages"][-1]["content"] == expected
+    with pytest.raises(ValueError, match="grounding must be 0 or more"):
+        _run(generate(tmp_path / "bad", 1, grounding=-1))
 
 
 def test_same_seeds_same_dataset(tmp_path):
