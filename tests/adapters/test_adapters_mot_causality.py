@@ -77,21 +77,19 @@ def test_generate_with_cache_equals_generate_without(tiny_qwen3_vl_path):
     kwargs = dict(max_new_tokens=6, do_sample=False, output_scores=True, return_dict_in_generate=True)
     cached = model.generate(input_ids=ids, attention_mask=mask, use_cache=True, **kwargs)
     uncached = model.generate(input_ids=ids, attention_mask=mask, use_cache=False, **kwargs)
-    # The scores agree step by step while both runs have chosen the same tokens. A random tiny model
-    # can meet a near-tie between two tokens, where the cached and uncached sums (added in another
-    # order) pick different ones (seen once under load in a fresh-clone run); from there the inputs
-    # differ, so only a divergence at such a tie is allowed. A cache bug moves scores far more.
-    new = ids.shape[1]
-    for step, (a, b) in enumerate(zip(cached.scores, uncached.scores, strict=True)):
+    assert torch.equal(cached.sequences, uncached.sequences)
+    for a, b in zip(cached.scores, uncached.scores, strict=True):
         torch.testing.assert_close(a, b, atol=1e-4, rtol=1e-4)
-        chosen_a, chosen_b = cached.sequences[:, new + step], uncached.sequences[:, new + step]
-        if not torch.equal(chosen_a, chosen_b):
-            for row in torch.nonzero(chosen_a != chosen_b).flatten().tolist():
-                gap = (a[row, chosen_a[row]] - a[row, chosen_b[row]]).abs()
-                assert gap < 1e-4, f"step {step}, row {row}: tokens differ by {gap:.2e} in score: not a tie"
-            break
-    else:
-        assert torch.equal(cached.sequences, uncached.sequences)
     # A second generate call starts a new prompt: the mixer's buffers are reset, results repeat.
     again = model.generate(input_ids=ids, attention_mask=mask, use_cache=True, **kwargs)
     assert torch.equal(again.sequences, cached.sequences)
+
+
+def test_the_hook_finds_the_cache_under_either_name():
+    from localqwen.adapters.mot_lora.model import passed_cache
+
+    cache = object()
+    # generate passes it as ``cache`` from transformers 5.24 on (then the MoT layers saw no cache and
+    # mixed every decoding step as a new sequence), as ``past_key_values`` before.
+    assert passed_cache({"cache": cache}) is cache and passed_cache({"past_key_values": cache}) is cache
+    assert passed_cache({"past_key_values": None, "cache": cache}) is cache and passed_cache({}) is None

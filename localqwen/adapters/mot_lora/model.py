@@ -15,9 +15,9 @@ if TYPE_CHECKING:
 def inject_mot_lora(model: nn.Module, config: MoTLoRAConfig) -> nn.Module:
     """Wrap the target linear layers of ``model`` in place with MoT-LoRA layers; returns ``model``.
 
-    A forward pre-hook on ``model`` reads ``past_key_values`` and ``attention_mask`` (keyword
-    arguments, as ``generate`` passes them) so every MoT layer knows whether this call starts new
-    sequences or continues cached ones, and which positions are padding.
+    A forward pre-hook on ``model`` reads the KV cache and ``attention_mask`` (keyword arguments, as
+    ``generate`` passes them) so every MoT layer knows whether this call starts new sequences or
+    continues cached ones, and which positions are padding.
     """
     from localqwen.adapters.mot_lora.layer import MoTLoRALinear
 
@@ -40,9 +40,16 @@ def cache_length(past_key_values: Any) -> int:
     return 0
 
 
+def passed_cache(kwargs: dict[str, Any]) -> Any:
+    """The KV cache a forward call was given: ``generate`` passes it as ``cache`` from transformers
+    5.24 on and as ``past_key_values`` before (and callers still may)."""
+    cache = kwargs.get("past_key_values")
+    return cache if cache is not None else kwargs.get("cache")
+
+
 def _make_pre_hook(stream: MixerStream):
     def pre_hook(module, args, kwargs):
-        stream.begin(cache_length(kwargs.get("past_key_values")), kwargs.get("attention_mask"))
+        stream.begin(cache_length(passed_cache(kwargs)), kwargs.get("attention_mask"))
         return None
 
     return pre_hook
