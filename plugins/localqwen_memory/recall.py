@@ -44,7 +44,9 @@ on all ten, none better than the ranking above): a session's score from the log-
 memories' scores, MiniLM cosine of the bare statement (without its context) added to each memory,
 other subject weights or BM25/cosine mixes, and reciprocal-rank fusion of the sessions' order with
 a BM25 over each session's text (all of it, or only the named person's turns) or with the cosine
-of its best three statements.
+of its best three statements; a learned session ranker (gradient-boosted trees over 22 features of
+each session, cross-fitted on the two halves: 84.0-84.6%, unsteady across settings); and, as an upper
+bound, LoCoMo's annotated session summaries fused in as a ranking of sessions (83.0-83.9%).
 """
 
 from __future__ import annotations
