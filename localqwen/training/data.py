@@ -34,6 +34,9 @@ class ValidationReport:
     valid: list[dict[str, Any]] = field(default_factory=list)
     problems: list[RowProblem] = field(default_factory=list)
     total: int = 0
+    # each valid row's length in tokens, when the check counted them (``count_tokens`` given): what
+    # ``batching = "bucket"`` groups by
+    lengths: list[int] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -355,23 +358,28 @@ def validate_rows(
     max_length: int | None = None,
     count_tokens: Callable[[dict[str, Any]], int] | None = None,
 ) -> ValidationReport:
-    """Check each row; problems name the row number and the reason."""
+    """Check each row; problems name the row number and the reason. With ``count_tokens``, each
+    valid row's token count is kept (``report.lengths``) and, with ``max_length``, a longer row is a
+    problem."""
     report = ValidationReport(total=len(rows))
     check = _dpo_problem if objective == "dpo" else _sft_problem
     for number, row in enumerate(rows, 1):
         problem = row.get("__error__") or check(row)
-        if problem is None and max_length is not None and count_tokens is not None:
+        length = None
+        if problem is None and count_tokens is not None:
             try:
                 length = count_tokens(row)
             except Exception as exc:  # a row the template cannot render
                 problem = f"cannot be rendered: {exc}"
             else:
-                if length > max_length:
+                if max_length is not None and length > max_length:
                     problem = f"too long ({length} tokens > max_length {max_length})"
         if problem:
             report.problems.append(RowProblem(number, problem))
         else:
             report.valid.append(row)
+            if length is not None:
+                report.lengths.append(length)
     return report
 
 

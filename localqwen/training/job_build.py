@@ -129,8 +129,11 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
         from trl import SFTConfig, SFTTrainer
 
         sft_args = SFTConfig(**args, max_length=None, packing=False, dataset_kwargs={"skip_prepare_dataset": True})
-        trainer = SFTTrainer(model=model, args=sft_args, train_dataset=sft_dataset(data.train),
-                             eval_dataset=sft_dataset(data.eval) if data.eval else None,
+        bucket = t.batching == "bucket"  # the sampler groups rows by their token counts
+        trainer = SFTTrainer(model=model, args=sft_args,
+                             train_dataset=sft_dataset(data.train, data.report.lengths if bucket else None),
+                             eval_dataset=sft_dataset(data.eval, data.eval_report.lengths if bucket else None)
+                             if data.eval else None,
                              processing_class=processor, data_collator=collator, callbacks=callbacks)
     from transformers.trainer_callback import PrinterCallback, ProgressCallback
 

@@ -121,6 +121,9 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         method_options = {**(method_options or {}), "freeze_vision_tower": True}
         if minutes is not None:
             minutes = max(0.1, minutes - warmup.seconds / 60)
+    # Random batches ("pad"), not length buckets: the rows are templated, so rows of one length are
+    # rows of one kind (one species asked, one situation), and a from-scratch model fed such batches
+    # learns each batch's answer instead of reading the prompt (training/job_data.sft_dataset).
     extensions = Extensions.builtin().fork("safari")  # what the workbench hands `localqwen train`
     register_data_source(extensions)
     config = parse_job_config({
@@ -131,7 +134,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
                      "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,
-                     "max_length": max_length, "batching": "bucket", "logging_steps": 10, "save_steps": 10**6,
+                     "max_length": max_length, "batching": "pad", "logging_steps": 10, "save_steps": 10**6,
                      "seed": seed, "precision": "fp32" if method == "full" else "auto"},
     })
     stop = StopFlag()
