@@ -72,7 +72,9 @@ class TrainingSection(_Section):
     max_grad_norm: float = Field(1.0, ge=0)
     max_length: int = Field(1024, ge=8)
     batching: Literal["pad", "bucket", "pack"] = Field(
-        "pad", description="pad: pad each batch; bucket: group similar lengths; pack: join text rows up to max_length."
+        "pad", description="pad: pad each batch (random batches); bucket: group similar token counts (less padding, "
+        "but a batch then holds rows of one shape: keep pad for short templated rows); pack: join text rows up to "
+        "max_length."
     )
     gradient_checkpointing: bool = False
     precision: Literal["auto", "fp32", "bf16", "fp16"] = "auto"

@@ -128,3 +128,24 @@ def test_unreadable_sources_fail_clearly(tmp_path):
     (tmp_path / "x.parquet").write_text("")
     with pytest.raises(DataError, match="unsupported data file type"):
         read_rows(tmp_path / "x.parquet")
+
+
+def test_bucket_batching_groups_by_token_counts_not_json_characters(tmp_path, tiny_qwen3_path):
+    """The trainer's length buckets take the token counts the validation made. Before, they took the
+    JSON's character count: a row's metadata (or, in templated rows, the one word that differs)
+    decided its batch, and a small model learned each batch's answer instead of the prompt."""
+    from transformers import AutoTokenizer
+
+    from localqwen.training.job_data import sft_dataset
+
+    collator = ChatCollator(AutoTokenizer.from_pretrained(tiny_qwen3_path))
+    rows = [{**_chat("same answer"), "id": "a"}, {**_chat("same answer"), "id": "a" * 500}, _chat("word " * 30)]
+    report = validate_rows(rows, "sft", count_tokens=collator.count_tokens)
+    assert report.lengths == [collator.count_tokens(row) for row in rows]
+    assert report.lengths[0] == report.lengths[1] < report.lengths[2]  # 500 characters of id add no token
+
+    dataset = sft_dataset(report.valid, report.lengths)
+    assert dataset["length"] == report.lengths
+    assert "length" not in sft_dataset(report.valid).column_names  # random batches need none
+    with pytest.raises(ValueError, match="2 lengths for 3 rows"):
+        sft_dataset(report.valid, report.lengths[:2])

@@ -68,6 +68,27 @@ def test_bucketed_batches_train(tmp_path, tiny_qwen3_path):
     assert run_job(config).status == "ok"
 
 
+def test_bucketed_batches_are_grouped_by_token_counts(tmp_path, tiny_qwen3_path):
+    """The sampler's lengths are the rows' token counts: rows that differ only in a long metadata
+    field (or, in templated data, in one word) are one length, so they do not make batches of their own."""
+    from localqwen.training.job_build import build_job
+    from localqwen.training.job_progress import StopFlag
+
+    data = tmp_path / "train.jsonl"
+    data.write_text("".join(json.dumps({"id": "x" * (50 * i), "messages": [
+        {"role": "user", "content": "word " * (i % 3 + 1)}, {"role": "assistant", "content": "yes"}]}) + "\n"
+        for i in range(12)))
+    config = parse_job_config({"output_dir": str(tmp_path / "out"), "model": {"path": str(tiny_qwen3_path)},
+                               "data": {"train": str(data)}, "method": {"name": "full"},
+                               "training": {"max_steps": 1, "batch_size": 4, "batching": "bucket"},
+                               "tracking": {"swanlab": "off"}})
+    parts = build_job(config, lambda event: None, StopFlag(), tracking=False)
+    tokens = [parts.trainer.data_collator.count_tokens(row) for row in parts.data.train]
+    assert len(set(tokens)) == 3  # three prompt lengths; the ids' 0-550 characters add nothing
+    assert parts.trainer.train_dataset["length"] == tokens
+    assert parts.trainer._get_train_sampler().lengths == tokens
+
+
 def test_under_accelerate_each_rank_trains_and_only_rank_0_speaks(tmp_path, monkeypatch, tiny_qwen3_path):
     import os
     import subprocess
