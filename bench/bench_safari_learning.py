@@ -65,6 +65,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="training rows hold each turn with the target in sight or in reach this many times")
     parser.add_argument("--grounding", type=int, default=0,
                         help="question rows per turn on its view ('Where is the lion?'), in the training rows")
+    parser.add_argument("--grounding-warmup-steps", type=int, default=0,
+                        help="steps on the question rows alone (two per turn) after the vision warm-up, before "
+                             "the replies (learning.train_on_expert); within --train-minutes")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -145,6 +148,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
     tiny = args.model == "tiny"
     run = train_on_expert(model, work / "run", episodes=args.episodes, epochs=args.epochs, batch_size=args.batch_size,
                           oversample=args.oversample, grounding=args.grounding,
+                          grounding_warmup_steps=args.grounding_warmup_steps,
                           learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},
@@ -162,6 +166,10 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
         print(f"vision warm-up: {run.warmup.steps} steps on {run.warmup.views} views in {run.warmup.seconds:.0f} s; "
               f"held-out cells right {run.warmup.cell_accuracy:.3f}, animal cells {run.warmup.animal_recall:.3f}",
               flush=True)
+    if run.grounding_warmup is not None:
+        stage = run.grounding_warmup
+        training["grounding_warmup"] = {"steps": stage.steps, "seconds": stage.seconds, "summary": stage.summary}
+        print(f"grounding warm-up: {stage.summary} in {stage.seconds:.0f} s", flush=True)
     trained = run.model
     if tiny and args.dagger_rounds:
         trained = dagger_rounds(args, trained, work, prompt, training)

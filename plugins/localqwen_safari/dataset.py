@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,6 +26,7 @@ from localqwen_safari.world import SPECIES, Cell
 
 DATASET_FILE = "dataset.jsonl"
 CONVERSATIONS_FILE = "conversations.jsonl"
+GROUNDING_FILE = "grounding.jsonl"  # the question rows alone, with ``grounding_apart`` (the grounding warm-up's)
 TRAIN_SEED_START = 100_000  # far from the evaluation seeds (1000-1299 in the README)
 
 
@@ -35,7 +37,7 @@ TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
 
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
              seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
-             grounding: int = 0) -> Iterator[Any]:
+             grounding: int = 0, grounding_apart: bool = False) -> Iterator[Any]:
     """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
     schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch).
@@ -45,7 +47,9 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     whether it goes for the target at all. ``grounding``: after each turn's row, this many question
     rows on the same view (:func:`grounding_row`: "Where is the lion?" -> "The lion is 2 rows down
     and 3 cols right." or "No lion in view.", species in view and not asked in turn), the first
-    sentence of a reply that goes for the target, taught as a task of its own."""
+    sentence of a reply that goes for the target, taught as a task of its own. ``grounding_apart``:
+    those rows go to ``grounding.jsonl`` instead, for a stage of their own before the replies
+    (``learning.train_on_expert``'s ``grounding_warmup_steps``)."""
     system_prompt(prompt)  # an unknown profile fails here, before any file is written
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
@@ -62,7 +66,9 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message="expert episodes")
     rows = training_rows = successes = 0
     with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
-            open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows:
+            open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
+            open(out_dir / GROUNDING_FILE, "w", encoding="utf-8") if grounding_apart else nullcontext(chat_rows) \
+            as question_rows:
         for index in range(episodes):
             mission = mission_for_seed(kinds[index % len(kinds)], seed_start + index)
             episode = Episode.start(mission)
@@ -80,14 +86,14 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                     row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
                                         random.Random(f"{seed_start + index}-{turn.number}-{question}"),
                                         ask_present=question % 2 == 0)
-                    chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    training_rows += 1
+                    question_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    training_rows += not grounding_apart
             successes += episode.success
             if index % 20 == 19 or index == episodes - 1:
                 yield tracker.update(index + 1)
     return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "expert_success_rate": round(successes / episodes, 4),
             "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
-            "images": str(images)}
+            "images": str(images), **({"grounding": str(out_dir / GROUNDING_FILE)} if grounding_apart else {})}
 
 
 def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: int, mission: Mission, turn: int,
@@ -166,10 +172,10 @@ def register_data_source(extensions) -> None:
 
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
                       seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
-                      grounding: int = 0) -> Path:
+                      grounding: int = 0, grounding_apart: bool = False) -> Path:
     """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""
     stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt,
-                      oversample=oversample, grounding=grounding)
+                      oversample=oversample, grounding=grounding, grounding_apart=grounding_apart)
     try:
         while True:
             next(stream)

@@ -83,6 +83,7 @@ class TrainingRun:
     steps: int
     stopped_by_budget: bool
     warmup: Any = None  # the vision warm-up's WarmupResult, when there was one
+    grounding_warmup: Any = None  # the grounding stage's own TrainingRun, when there was one
 
 
 def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, batch_size: int = 16,
@@ -92,7 +93,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     vision_warmup_steps: int = 0,
                     on_warmup_step: Callable[[int, int, float], None] | None = None,
                     data_file: Path | None = None, on_event: Callable[[Any], None] | None = None,
-                    oversample: int = 1, grounding: int = 0) -> TrainingRun:
+                    oversample: int = 1, grounding: int = 0, grounding_warmup_steps: int = 0) -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
@@ -103,7 +104,12 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     time comes out of ``minutes``. ``data_file``: train on these conversation rows (a DAgger round's
     mix) instead of ``episodes`` fresh expert episodes. ``on_event``: gets the job's events as it
     runs (progress with loss and ETA), as ``localqwen train`` shows them. ``oversample`` and
-    ``grounding``: the data source's (target turns repeated, question rows per turn; dataset.generate)."""
+    ``grounding``: the data source's (target turns repeated, question rows per turn; dataset.generate).
+    ``grounding_warmup_steps``: after the vision warm-up, that many steps on the question rows alone
+    ("Where is the lion?" -> "The lion is 2 rows down and 3 cols right." / "No lion in view.", two
+    per turn of the same episodes, one about a species in view), then the replies: the decoder learns
+    to bind the asked species to the image on a task where it is asked every row, not in one reply
+    of six; its time comes out of ``minutes`` too."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -111,7 +117,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     from localqwen_safari.dataset import register_data_source
 
     started = time.monotonic()
-    warmup = None
+    warmup = grounding_stage = None
     if vision_warmup_steps > 0:
         from localqwen_safari.vision_warmup import warm_up_vision
 
@@ -124,6 +130,27 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     # Random batches ("pad"), not length buckets: the rows are templated, so rows of one length are
     # rows of one kind (one species asked, one situation), and a from-scratch model fed such batches
     # learns each batch's answer instead of reading the prompt (training/job_data.sft_dataset).
+    if grounding_warmup_steps > 0:
+        from localqwen_safari.dataset import GROUNDING_FILE, build_safari_data
+
+        if data_file is not None:
+            raise ValueError("the grounding warm-up makes its rows from fresh expert episodes; with data_file, "
+                             "train the warmed model instead")
+        if grounding:
+            raise ValueError("grounding rows go either into the replies' rows (grounding) or into a warm-up "
+                             "stage of their own (grounding_warmup_steps), not both")
+        stage_started = time.monotonic()
+        data_dir = Path(out) / "data"
+        data_file = build_safari_data(data_dir, episodes=episodes, prompt=prompt, oversample=oversample, grounding=2,
+                                      grounding_apart=True)
+        grounding_stage = train_on_expert(
+            model, Path(out) / "grounding-warmup", episodes=episodes, epochs=100, batch_size=batch_size,
+            learning_rate=learning_rate, max_steps=grounding_warmup_steps, minutes=minutes, prompt=prompt,
+            method=method, method_options=method_options, max_length=max_length, seed=seed, lr_scheduler="cosine",
+            data_file=data_dir / GROUNDING_FILE, on_event=on_event)
+        model = grounding_stage.model
+        if minutes is not None:
+            minutes = max(0.1, minutes - (time.monotonic() - stage_started) / 60)
     extensions = Extensions.builtin().fork("safari")  # what the workbench hands `localqwen train`
     register_data_source(extensions)
     config = parse_job_config({
@@ -156,10 +183,12 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
             from transformers import AutoProcessor
 
             AutoProcessor.from_pretrained(model).save_pretrained(checkpoint)
-        return TrainingRun(checkpoint, seconds, done.summary, int(result.get("step", 0)), True, warmup)
+        return TrainingRun(checkpoint, seconds, done.summary, int(result.get("step", 0)), True, warmup,
+                           grounding_stage)
     if done.status != "ok":
         raise RuntimeError(f"the safari training job failed: {done.summary}")
-    return TrainingRun(Path(result["final"]), seconds, done.summary, int(result.get("step", 0)), False, warmup)
+    return TrainingRun(Path(result["final"]), seconds, done.summary, int(result.get("step", 0)), False, warmup,
+                       grounding_stage)
 
 
 def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: int, steps: int,
