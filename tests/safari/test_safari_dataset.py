@@ -8,7 +8,7 @@ import json
 
 import pytest
 from event_streams import drain
-from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
+from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, GROUNDING_FILE, generate
 from localqwen_safari.episode import tool_schemas
 from localqwen_safari.policies import Decision, thought_consistent
 from localqwen_safari.prompts import SYSTEM_PROMPT
@@ -91,6 +91,18 @@ def test_grounding_rows_ask_where_an_animal_is_in_the_turns_view(tmp_path):
         assert row["messages"][-1]["content"] == expected
     with pytest.raises(ValueError, match="grounding must be 0 or more"):
         _run(generate(tmp_path / "bad", 1, grounding=-1))
+
+    # Apart: the same question rows in grounding.jsonl, the replies' rows without them.
+    _, apart = _run(generate(tmp_path / "apart", 4, seed_start=500, prompt="compact", grounding=2, grounding_apart=True))
+    assert apart["training_rows"] == apart["rows"] == summary["rows"]
+    assert apart["grounding"] == str(tmp_path / "apart" / GROUNDING_FILE)
+    replies = read_rows(tmp_path / "apart" / CONVERSATIONS_FILE)
+    assert len(replies) == apart["rows"] and all("tool_calls" in row["messages"][-1] for row in replies)
+    def raw(path):
+        return [json.loads(line) for line in path.read_text().splitlines()]
+
+    mixed = [row for row in raw(tmp_path / CONVERSATIONS_FILE) if "tool_calls" not in row["messages"][-1]]
+    assert raw(tmp_path / "apart" / GROUNDING_FILE) == mixed
 
 
 def test_same_seeds_same_dataset(tmp_path):

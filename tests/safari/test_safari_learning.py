@@ -133,3 +133,37 @@ def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_pa
     assert all(scores["states"] <= 3 and 0 <= scores["agreement"] <= 1 for scores in decisions.values())
     assert all(("noticed" in scores) == (situation in ("target in view", "target remembered", "declare"))
                for situation, scores in decisions.items())
+
+
+@pytest.mark.slow  # three short stages through the trainer on a tiny Qwen3-VL (~30 s)
+def test_the_grounding_warm_up_trains_on_the_questions_alone_before_the_replies(tmp_path):
+    from localqwen_safari.dataset import GROUNDING_FILE
+    from localqwen_safari.learning import build_tiny_model, train_on_expert
+
+    base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=10)
+    with pytest.raises(ValueError, match="not both"):
+        train_on_expert(base, tmp_path / "bad", episodes=2, epochs=1, grounding=1, grounding_warmup_steps=5)
+    with pytest.raises(ValueError, match="with data_file"):
+        train_on_expert(base, tmp_path / "bad", episodes=2, epochs=1, data_file=tmp_path / "rows.jsonl",
+                        grounding_warmup_steps=5)
+    run = train_on_expert(base, tmp_path / "run", episodes=6, epochs=4, batch_size=4, max_steps=6, prompt="compact",
+                          vision_warmup_steps=5, grounding_warmup_steps=8)
+    stage = run.grounding_warmup
+    assert stage.steps == 8 and run.steps == 6 and not run.stopped_by_budget
+    data = tmp_path / "run" / "data"
+    questions = read_rows(data / GROUNDING_FILE)
+    replies = read_rows(data / CONVERSATIONS_FILE)
+    assert len(questions) == 2 * len(replies) and validate_rows(questions).ok
+    assert all(row["messages"][1]["content"][1]["text"].startswith("Where is the ") for row in questions)
+    assert all("tool_calls" in row["messages"][-1] for row in replies)
+    # the replies start from the stage's model: vision from the warm-up, frozen through both stages
+    import torch
+    from safetensors.torch import load_file
+
+    warm, grounded, trained = (load_file(next(Path(folder).glob("*.safetensors")))
+                               for folder in (run.warmup.model, stage.model, run.model))
+    visual = [name for name in warm if ".visual." in f".{name}"]
+    assert all(torch.equal(warm[name], grounded[name]) and torch.equal(warm[name], trained[name]) for name in visual)
+    decoder = [name for name in warm if name not in visual]
+    assert any(not torch.equal(warm[name], grounded[name]) for name in decoder)
+    assert any(not torch.equal(grounded[name], trained[name]) for name in decoder)
