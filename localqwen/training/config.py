@@ -87,6 +87,14 @@ class TrainingSection(_Section):
     optimizer: Literal["adamw_torch", "adamw_torch_fused", "sgd", "adafactor"] = "adamw_torch"
     dataloader_workers: int = Field(0, ge=0)
 
+    @model_validator(mode="after")
+    def _batching_fits_objective(self) -> TrainingSection:
+        # Buckets need each row's token count and packing joins rows: both are SFT's. TRL's DPO rows
+        # carry no length (the sampler would fail after loading, asking for "input_ids").
+        if self.objective == "dpo" and self.batching != "pad":
+            raise ValueError(f"batching = '{self.batching}' is for SFT; use 'pad' with DPO")
+        return self
+
 
 class TrackingSection(_Section):
     swanlab: Literal["off", "local", "cloud"] = Field(

@@ -92,9 +92,6 @@ def build_job(config: JobConfig, emit: EventSink, stop: StopFlag, *, max_steps: 
     )
     emit(ev.Step(step="load", title=f"Loading {model_ref}", status="finished"))  # the views close its panel
     collator = ChatCollator(processor, max_length=t.max_length, pack=t.batching == "pack")
-    if t.batching != "pad" and t.objective == "dpo":
-        # TRL's DPO rows carry no length the sampler could group by (its error says only "input_ids")
-        raise ValueError(f"batching = '{t.batching}' is for SFT; use 'pad' with DPO")
     data = prepare_data(config, collator.count_tokens, emit, data_sources)
     emit(ev.Log(message=f"data: {len(data.train)} training rows, {len(data.eval)} held-out rows"))
 

@@ -127,9 +127,6 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         method_options = {**(method_options or {}), "freeze_vision_tower": True}
         if minutes is not None:
             minutes = max(0.1, minutes - warmup.seconds / 60)
-    # Random batches ("pad"), not length buckets: the rows are templated, so rows of one length are
-    # rows of one kind (one species asked, one situation), and a from-scratch model fed such batches
-    # learns each batch's answer instead of reading the prompt (training/job_data.sft_dataset).
     if grounding_warmup_steps > 0:
         from localqwen_safari.dataset import GROUNDING_FILE, build_safari_data
 
@@ -151,6 +148,9 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         model = grounding_stage.model
         if minutes is not None:
             minutes = max(0.1, minutes - (time.monotonic() - stage_started) / 60)
+    # Random batches ("pad"), not length buckets: the rows are templated, so rows of one length are
+    # rows of one kind (one species asked, one situation), and a from-scratch model fed such batches
+    # learns each batch's answer instead of reading the prompt (training/job_data.sft_dataset).
     extensions = Extensions.builtin().fork("safari")  # what the workbench hands `localqwen train`
     register_data_source(extensions)
     config = parse_job_config({

@@ -98,6 +98,7 @@ def test_grounding_rows_ask_where_an_animal_is_in_the_turns_view(tmp_path):
     assert apart["grounding"] == str(tmp_path / "apart" / GROUNDING_FILE)
     replies = read_rows(tmp_path / "apart" / CONVERSATIONS_FILE)
     assert len(replies) == apart["rows"] and all("tool_calls" in row["messages"][-1] for row in replies)
+
     def raw(path):
         return [json.loads(line) for line in path.read_text().splitlines()]
 

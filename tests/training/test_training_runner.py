@@ -126,17 +126,14 @@ def test_dpo_job_runs_on_preference_pairs(tmp_path, tiny_qwen3_path):
 
 
 @pytest.mark.parametrize("batching", ["bucket", "pack"])
-def test_dpo_with_grouped_batches_is_refused_by_name(tmp_path, tiny_qwen3_path, batching):
-    pairs = [{"prompt": [{"role": "user", "content": f"Is {i} even?"}], "chosen": "yes", "rejected": "no"}
-             for i in range(4)]
-    config = parse_job_config({
-        "output_dir": str(tmp_path / "dpo"), "model": {"path": str(tiny_qwen3_path)},
-        "data": {"train": str(_write_jsonl(tmp_path / "pairs.jsonl", pairs))}, "method": {"name": "lora"},
-        "training": {"objective": "dpo", "max_steps": 1, "batch_size": 4, "batching": batching},
-        "tracking": {"swanlab": "off"},
-    })
-    done = run_job(config)
-    assert done.status == "failed" and f"batching = '{batching}' is for SFT; use 'pad' with DPO" in done.summary
+def test_dpo_with_grouped_batches_is_refused_by_name_in_the_config(tmp_path, batching):
+    """Refused where the job file is read (the CLI and the wizard show it), before any model loads."""
+    from localqwen.training.config import JobConfigError
+
+    with pytest.raises(JobConfigError, match=f"batching = '{batching}' is for SFT; use 'pad' with DPO"):
+        parse_job_config({"output_dir": str(tmp_path / "dpo"), "model": {"path": "unused"},
+                          "data": {"train": "pairs.jsonl"}, "method": {"name": "lora"},
+                          "training": {"objective": "dpo", "batching": batching}})
 
 
 def test_bad_rows_stop_the_job_with_their_numbers_when_not_skipped(tmp_path, tiny_qwen3_path):
