@@ -47,6 +47,11 @@ a BM25 over each session's text (all of it, or only the named person's turns) or
 of its best three statements; a learned session ranker (gradient-boosted trees over 22 features of
 each session, cross-fitted on the two halves: 84.0-84.6%, unsteady across settings); and, as an upper
 bound, LoCoMo's annotated session summaries fused in as a ranking of sessions (83.0-83.9%).
+Also tried on all ten (2026-11-24, session all@5 against 83.7%): the query's vector from the question
+without its question words ("Melanie painted" for "What has Melanie painted?": 83.1-83.2%, MiniLM
+matches questions to answers better as questions); a question naming two people ranked once for
+each as the subject and the two lists interleaved (83.6-83.7%); turns indexed with two or three
+neighbours a side instead of one (83.5%, 83.1%; multi-hop all@10 fell to 22% and 20%).
 """
 
 from __future__ import annotations
