@@ -148,9 +148,11 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         model = grounding_stage.model
         if minutes is not None:
             minutes = max(0.1, minutes - (time.monotonic() - stage_started) / 60)
-    # Random batches ("pad"), not length buckets: the rows are templated, so rows of one length are
-    # rows of one kind (one species asked, one situation), and a from-scratch model fed such batches
-    # learns each batch's answer instead of reading the prompt (training/job_data.sft_dataset).
+    # Random batches ("pad"), not length buckets: the rows are templated, and buckets by their JSON
+    # character count held one species asked per batch, so the from-scratch model learned each
+    # batch's answer instead of reading the prompt. Buckets by token count (the trainer's now) are
+    # as mixed as random ones here (bench/bench_training_length_buckets.py), but the rows' lengths
+    # hardly differ, so they would save little padding; random batches are what was measured.
     extensions = Extensions.builtin().fork("safari")  # what the workbench hands `localqwen train`
     register_data_source(extensions)
     config = parse_job_config({
