@@ -58,6 +58,9 @@ class GenerateForm(Form):
     grounding: int = field(0, label="Questions per view", ge=0, le=10, advanced=True,
                            help="Training rows asking where an animal is in each turn's view "
                                 "('Where is the lion?' -> 'The lion is 2 rows down and 3 cols right.').")
+    grounding_apart: bool = field(False, label="Questions in their own file", advanced=True,
+                                  help="Write the question rows to grounding.jsonl instead of among the replies' "
+                                       "rows, to train them as a stage of their own first.")
 
 
 class WarmupForm(Form):
@@ -221,9 +224,11 @@ class Safari(Plugin):
         out = (form.output_dir or ctx.outputs_dir / "dataset").expanduser()
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
                                                 prompt=form.prompt, oversample=form.oversample,
-                                                grounding=form.grounding), ctx)
+                                                grounding=form.grounding, grounding_apart=form.grounding_apart), ctx)
         yield ev.FileWritten(path=summary["dataset"], description="expert turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
+        if summary.get("grounding"):
+            yield ev.FileWritten(path=summary["grounding"], description="question rows on the views, apart")
         yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "
                                               f"(expert success {summary['expert_success_rate']:.0%}) in {out}")
 

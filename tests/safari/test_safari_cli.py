@@ -53,6 +53,17 @@ def test_generate_writes_the_dataset(tmp_path):
     result = events[-1]["result"]
     assert result["episodes"] == 3 and result["rows"] > 3
     assert (tmp_path / "dataset.jsonl").is_file() and (tmp_path / "conversations.jsonl").is_file()
+    assert not (tmp_path / "grounding.jsonl").exists()
+
+
+def test_generate_writes_the_question_rows_apart_when_asked(tmp_path):
+    events = _events(runner.invoke(app, ["run", "safari", "generate", "--episodes", "2", "--prompt", "compact",
+                                         "--grounding", "2", "--grounding-apart", "--output-dir", str(tmp_path),
+                                         "--json"]))
+    questions = (tmp_path / "grounding.jsonl").read_text().splitlines()
+    assert questions and all('"Where is the ' in line for line in questions)
+    assert '"Where is the ' not in (tmp_path / "conversations.jsonl").read_text()
+    assert any(e["kind"] == "file" and e["path"].endswith("grounding.jsonl") for e in events)
 
 
 def test_evaluate_json_ends_with_the_numbers_per_policy():
