@@ -21,7 +21,7 @@ What it measures, with the trainer's own sampler on rows written by the safari d
 * on two row sets: the grounding questions (answer: the species asked) and the expert's replies
   (answer: the decision's calls, a move with its direction).
 
-    .venv/bin/python bench/bench_training_length_buckets.py            # ~1 minute
+    .venv/bin/python bench/bench_training_length_buckets.py            # ~15 s
     .venv/bin/python bench/bench_training_length_buckets.py --episodes 400 --json /tmp/buckets.json
 """
 
