@@ -85,20 +85,6 @@ def sampler_order(rows: int, lengths: list[int] | None, batch_size: int, seed: i
     return [int(i) for i in LengthGroupedSampler(batch_size, lengths=lengths, generator=generator)]
 
 
-def load_rows(path: Path) -> list[dict[str, Any]]:
-    """The data source's rows, their image paths made absolute (they are relative to the file)."""
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        for message in row["messages"]:
-            if isinstance(message.get("content"), list):
-                for part in message["content"]:
-                    if part.get("type") == "image":
-                        part["image"] = str(path.parent / part["image"])
-        rows.append(row)
-    return rows
-
-
 def measure(rows: list[dict[str, Any]], count_tokens: Any, batch_size: int, seeds: int) -> dict[str, Any]:
     labels = [answer_of(row) for row in rows]
     lengths = {"characters (before the fix)": [len(json.dumps(row)) for row in rows],
@@ -132,6 +118,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from transformers import AutoProcessor
 
     from localqwen.training.collator import ChatCollator
+    from localqwen.training.data import read_rows
 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="length_buckets_") as folder:
@@ -141,7 +128,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         collator = ChatCollator(AutoProcessor.from_pretrained(build_tiny_model(Path(folder) / "model")))
         report: dict[str, Any] = {"episodes": args.episodes, "batch_size": args.batch_size, "seeds": args.seeds}
         for name, file in (("grounding questions", GROUNDING_FILE), ("expert replies", CONVERSATIONS_FILE)):
-            report[name] = measure(load_rows(data / file), collator.count_tokens, args.batch_size, args.seeds)
+            report[name] = measure(read_rows(data / file), collator.count_tokens, args.batch_size, args.seeds)
     report["seconds"] = round(time.monotonic() - started, 1)
 
     print(f"batch purity (share of a batch with its most common answer), batch {args.batch_size}, "
