@@ -4,27 +4,22 @@ Gemma 270M GGUF standing in for the real 1.5B model (scoring the three labels in
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
-from pathlib import Path
 
 import pytest
+from bench_scripts import bench_script
 from localqwen_medical.critic_eval import cases_for, summarize_critic
 from localqwen_medical.decision import LABEL_GRAMMAR, LABELS, decision_messages, parse_label
 from localqwen_medical.decision_suite import mcnemar_p, seeded_order, summarize, wilson
 from localqwen_medical.evidence import Passage
 from localqwen_medical.router_suite import default_data_dir
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
 HAS_PUBMEDQA = (default_data_dir() / "pubmedqa" / "test_set.json").is_file()
 
 
 def bench(name: str):
-    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script(name)
 
 
 def record(gold: str, reader: str | None, retrieved: str | None) -> dict:

@@ -81,14 +81,11 @@ def test_transcript_dates_each_session():
 
 
 def test_the_bench_report_splits_categories_prompt_sizes_and_the_prefix_question():
-    import importlib.util
-    from pathlib import Path
     from types import SimpleNamespace
 
-    path = Path(__file__).resolve().parents[2] / "bench" / "bench_memory_real.py"
-    spec = importlib.util.spec_from_file_location("bench_memory_real", path)
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    from bench_scripts import bench_script
+
+    bench = bench_script("bench_memory_real")
     questions = choose_questions([_sample("a", [1, 2, 4])], 3, seed=0)
     records = [{**q, "setting": setting, "f1": f1, "prediction": "2023-01-02", "answer": "2 January 2023", "prompt_tokens": tokens, "seconds": seconds, "facts_in_store": 0}
                for q, f1, seconds in zip(questions, (1.0, 0.5, 0.0), (300.0, 10.0, 12.0), strict=True)

@@ -5,17 +5,11 @@ uses now, do not."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "bench_training_length_buckets.py"
+from bench_scripts import bench_script
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_training_length_buckets", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return bench_script("bench_training_length_buckets")
 
 
 def test_character_buckets_sort_questions_by_species_and_token_buckets_do_not(tmp_path):
