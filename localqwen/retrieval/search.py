@@ -116,8 +116,37 @@ class SearchIndex:
         self.headings = headings or [""] * n
         self.chunk_ids = chunk_ids or [str(i) for i in range(n)]
         self.settings = settings or FusionSettings()
-        self.bm25 = BM25Index(index_texts or texts, backend=bm25_backend, tokenizer=tokenizer)
+        if bm25_backend == "growing":  # rows can be appended (extended) without a rebuild
+            from localqwen.retrieval.bm25_growing import GrowingBM25
+
+            self.bm25 = GrowingBM25(index_texts or texts, tokenizer=tokenizer)
+        else:
+            self.bm25 = BM25Index(index_texts or texts, backend=bm25_backend, tokenizer=tokenizer)
         self.dense_scores = DenseScorer(self.vectors)
+
+    def extended(self, texts: list[str], vectors: np.ndarray, *, chunk_ids: list[str],
+                 index_texts: list[str] | None = None) -> SearchIndex:
+        """A new index with these rows appended (the ``growing`` BM25 backend only): costs what the
+        new rows cost, not a rebuild of the old ones; ``self`` is left as it was."""
+        import numpy as np
+
+        from localqwen.retrieval.bm25_growing import GrowingBM25
+
+        if not isinstance(self.bm25, GrowingBM25):
+            raise TypeError("only an index built with bm25_backend='growing' can be extended")
+        grown = object.__new__(SearchIndex)
+        n = len(texts)
+        grown.texts = self.texts + texts
+        new_vectors = np.ascontiguousarray(vectors, dtype=np.float32).reshape(n, -1)
+        grown.vectors = np.concatenate([self.vectors, new_vectors]) if len(self) else new_vectors
+        grown.sources = self.sources + [""] * n
+        grown.pages = self.pages + [None] * n
+        grown.headings = self.headings + [""] * n
+        grown.chunk_ids = self.chunk_ids + chunk_ids
+        grown.settings = self.settings
+        grown.bm25 = self.bm25.extended(index_texts or texts)
+        grown.dense_scores = DenseScorer(grown.vectors)
+        return grown
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -209,10 +209,11 @@ class MemoryStore:
         # Vectors already read from (or written to) LanceDB by this process, per embedding model:
         # a write bumps the revision and rebuilds the index, which must not re-read the table.
         self._vector_cache: dict[str, dict[tuple[int, str], np.ndarray]] = {}
-        # Every write rebuilds the persona's index; kept tokens make that rebuild tokenize only the
-        # new memories (three LoCoMo conversations, 1,451 memories: a search after a write took 211 ms,
-        # now 99 ms; 14 ms without a write).
+        # A write that only adds memories extends the persona's index (``_extended_index``); other
+        # writes rebuild it, and kept tokens make that rebuild tokenize only what changed.
+        # ``incremental_index`` False always rebuilds: the baseline of bench_memory_write_search.py.
         self._tokenizer = MemoizingTokenizer()
+        self.incremental_index = True
         database.migrate(NAMESPACE, MIGRATIONS)
 
     @property
@@ -521,14 +522,19 @@ class MemoryStore:
         return self._index(persona)
 
     def _index(self, persona: str) -> _PersonaIndex:
-        """The persona's search index, rebuilt when a write (from any process) bumped its revision."""
+        """The persona's search index, brought up to date when a write (from any process) bumped
+        its revision: extended by the new memories when the write only added some, else rebuilt."""
         revision = self._revision(persona)
         model = self.embedder_name
         with self._lock:
             cached = self._indexes.get(persona)
             if cached is not None and cached[0] == revision and cached[1] == model:
                 return cached[2]
-            index = self._build_index(persona)
+            index = None
+            if cached is not None and cached[1] == model and self.incremental_index:
+                index = self._extended_index(persona, cached[2])
+            if index is None:
+                index = self._build_index(persona)
             self._indexes[persona] = (revision, model, index)
             return index
 
@@ -537,13 +543,40 @@ class MemoryStore:
 
         from localqwen.retrieval.search import SearchIndex
 
-        memories = self.list(persona)
+        memories = sorted(self.list(persona), key=lambda m: m.id)  # oldest first: new ones append
         texts = [index_text(m) for m in memories]
         vectors = self._vectors_for(memories) if self._embedder_loader is not None else None
         if vectors is None:
             vectors = np.zeros((len(memories), 1), dtype=np.float32)
-        index = SearchIndex(texts, vectors, chunk_ids=[str(i) for i in range(len(memories))], tokenizer=self._tokenizer)
+        index = SearchIndex(texts, vectors, chunk_ids=[str(i) for i in range(len(memories))], tokenizer=self._tokenizer,
+                            bm25_backend="growing")
         return _PersonaIndex(index=index, records=memories, has_vectors=self._embedder_loader is not None)
+
+    def _extended_index(self, persona: str, old: _PersonaIndex) -> _PersonaIndex | None:
+        """``old`` with the memories added since it was built appended, or None when anything else
+        changed (a memory forgotten, superseded or marked consolidated: those rebuild). A chat turn
+        only adds, so this is what follows nearly every write: it costs what the new memories
+        cost, where a rebuild costs the whole persona (bench_memory_write_search.py)."""
+        import numpy as np
+
+        rows = self._conn.execute("SELECT id, updated_at, consolidation FROM memories WHERE persona = ? AND "
+                                  "status = 'active' ORDER BY id", (persona,)).fetchall()
+        kept = old.records
+        if len(rows) < len(kept) or any((row[0], row[1], row[2]) != (m.id, m.updated_at, m.consolidation)
+                                        for row, m in zip(rows, kept, strict=False)):
+            return None
+        if len(rows) == len(kept):
+            return old
+        last = kept[-1].id if kept else -1
+        added = [_record(row) for row in self._conn.execute(
+            "SELECT * FROM memories WHERE persona = ? AND status = 'active' AND id > ? ORDER BY id", (persona, last))]
+        if len(kept) + len(added) != len(rows):  # a write landed between the two reads: start over
+            return None
+        vectors = self._vectors_for(added) if self._embedder_loader is not None else \
+            np.zeros((len(added), 1), dtype=np.float32)
+        index = old.index.extended([index_text(m) for m in added], vectors,
+                                   chunk_ids=[str(i) for i in range(len(kept), len(kept) + len(added))])
+        return _PersonaIndex(index=index, records=kept + added, has_vectors=old.has_vectors)
 
     # ------------------------------------------------------------------ vectors
     @property

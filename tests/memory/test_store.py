@@ -105,3 +105,33 @@ def test_vectors_are_rebuilt_from_sqlite(tmp_path):
     assert fresh.rebuild_vectors() == 2
     assert fresh.search("feline pet", k=1, mode="dense")[0].memory.id == cat.id
     assert fresh.embeddings([cat.id]).shape == (1, embedder.dimension)
+
+
+def test_adding_extends_the_index_and_anything_else_rebuilds_it(tmp_path, monkeypatch):
+    store = make_store(tmp_path)
+    other_writer = make_store(tmp_path)  # another process's store on the same file
+    rebuilt = make_store(tmp_path)
+    rebuilt.incremental_index = False  # always rebuilds: what the extended index must equal
+    builds = []
+    build = store._build_index
+    monkeypatch.setattr(store, "_build_index", lambda persona: builds.append(persona) or build(persona))
+    for number, text in enumerate(["My cat Miso sleeps on the piano", "I work as a nurse at the hospital",
+                                   "Caroline paints sunsets at the lake", "We went camping by the lake"]):
+        store.add(text, persona="p", source_session=number, kind="turn")
+        store.search("lake", "p")
+    other_writer.add("Melanie bought a pottery wheel for the lake house", persona="p")
+    hits = store.search("lake pottery", "p", k=5)
+    assert builds == ["p"]  # built once, then extended by every add, the other store's included
+    assert hits[0].memory.statement.startswith("Melanie")
+    for query in ("lake", "piano cat", "nurse hospital", "camping lake pottery"):
+        want = rebuilt.search(query, "p", k=5)
+        got = store.search(query, "p", k=5)
+        assert [(h.memory.id, round(h.score, 5)) for h in got] == [(h.memory.id, round(h.score, 5)) for h in want]
+    snapshot = store.snapshot("p")
+    store.mark_consolidated([hits[0].memory.id], "adapter-1")  # changes a kept record: rebuilt
+    assert store.snapshot("p") is not snapshot and builds == ["p", "p"]
+    assert {m.consolidation for m in store.snapshot("p").records if m.id == hits[0].memory.id} == {"consolidated"}
+    store.forget(hits[0].memory.id)
+    assert hits[0].memory.id not in {h.memory.id for h in store.search("lake pottery", "p", k=5)}
+    assert builds == ["p", "p", "p"]
+    assert store.snapshot("p") is store.snapshot("p")  # no write, no work
