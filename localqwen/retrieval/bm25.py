@@ -58,8 +58,8 @@ class Tokenizer:
 
 class MemoizingTokenizer(Tokenizer):
     """A :class:`Tokenizer` that keeps each text's tokens, for an index rebuilt often over mostly the
-    same documents (the memory store rebuilds a persona's after every write; tokenizing was 80% of
-    that rebuild). Forgets everything past ``limit`` texts, so memory stays bounded."""
+    same documents (the memory store rebuilds a persona's after a forget, an edit or a consolidation;
+    tokenizing was 80% of such a rebuild). Forgets everything past ``limit`` texts, so memory stays bounded."""
 
     def __init__(self, *, stem: bool = True, limit: int = 200_000) -> None:
         super().__init__(stem=stem)
