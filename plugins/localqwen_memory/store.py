@@ -87,6 +87,14 @@ Consolidation = Literal["pending", "consolidated", "excluded"]
 EXPORT_FORMAT = "localqwen-memory"
 EXPORT_VERSION = 1
 VECTOR_TABLE = "memory_vectors"
+# Each write's vectors are one LanceDB append, and each append is a fragment of its own (a version,
+# a manifest, a data file): 1,000 single appends left 3,003 files, 52 MB and a 246 ms read of the
+# table, where one compacted fragment is 1.9 MB and reads in 15 ms (lancedb 0.40, measured
+# 2026-11-24). So every COMPACT_AFTER_APPENDS appends of this process compact the table (~0.5 s
+# at 1,000 rows, on a thread of its own), dropping versions older than
+# COMPACT_KEEP_VERSIONS_FOR so that a reader in another process never loses the version it reads.
+COMPACT_AFTER_APPENDS = 100
+COMPACT_KEEP_VERSIONS_FOR_S = 300
 
 
 class MemoryStoreError(ValueError):
@@ -214,6 +222,9 @@ class MemoryStore:
         # ``incremental_index`` False always rebuilds: the baseline of bench_memory_write_search.py.
         self._tokenizer = MemoizingTokenizer()
         self.incremental_index = True
+        self.compact_after_appends = COMPACT_AFTER_APPENDS
+        self._appends = 0
+        self.compaction: threading.Thread | None = None  # the running (or last) compaction
         database.migrate(NAMESPACE, MIGRATIONS)
 
     @property
@@ -659,6 +670,24 @@ class MemoryStore:
         try:
             table.add(rows)
         except Exception:  # noqa: BLE001 - a cache: a failed write (a concurrent commit) is redone next search
+            return
+        self._appends += 1
+        if self._appends >= self.compact_after_appends and not (self.compaction and self.compaction.is_alive()):
+            self._appends = 0
+            # on a thread of its own: these appends happen in the recall a chat turn waits for. A
+            # process that exits mid-way leaves at most unreferenced files (a commit is atomic).
+            self.compaction = threading.Thread(target=self._compact, args=(table,), name="memory-vectors-compaction",
+                                               daemon=True)
+            self.compaction.start()
+
+    @staticmethod
+    def _compact(table) -> None:
+        """Merge the table's small fragments and drop its old versions (see COMPACT_AFTER_APPENDS)."""
+        from datetime import timedelta
+
+        try:
+            table.optimize(cleanup_older_than=timedelta(seconds=COMPACT_KEEP_VERSIONS_FOR_S))
+        except Exception:  # noqa: BLE001 - a concurrent commit won; the next compaction merges what is left
             return
 
     def _delete_vectors(self, ids: list[int]) -> None:

@@ -135,3 +135,24 @@ def test_adding_extends_the_index_and_anything_else_rebuilds_it(tmp_path, monkey
     assert hits[0].memory.id not in {h.memory.id for h in store.search("lake pottery", "p", k=5)}
     assert builds == ["p", "p", "p"]
     assert store.snapshot("p") is store.snapshot("p")  # no write, no work
+
+
+@pytest.mark.slow
+def test_one_memory_at_a_time_the_vector_table_is_compacted(tmp_path):
+    from localqwen.retrieval.embeddings import get_embedder
+
+    embedder = get_embedder()
+    store = make_store(tmp_path, embedder=lambda: embedder)
+    store.compact_after_appends = 5
+    for number in range(12):  # a chat: each turn's memory, then a recall that embeds it
+        store.add(f"On day {number} I planted {number + 1} tomato seedlings", persona="p")
+        store.search("tomato", "p", k=1)
+        if store.compaction is not None:
+            store.compaction.join(60)  # one at a time: so the count below is the same every run
+    stats = store._table().stats()
+    assert stats["num_rows"] == 12
+    # two compactions (after the 5th and 10th appends) leave 1 merged fragment + the last 2 appends
+    assert stats["fragment_stats"]["num_fragments"] == 3
+    assert store.search("how many seedlings on day 7", "p", k=1)[0].memory.statement.startswith("On day 7")
+    fresh = make_store(tmp_path, embedder=lambda: embedder)  # reads the compacted table back
+    assert len(fresh._stored_vectors(embedder.name)) == 12
