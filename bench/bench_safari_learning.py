@@ -61,6 +61,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     adapter.add_argument("--lora", action="store_true", help="LoRA r=16 alpha=32 on attention and MLP")
     adapter.add_argument("--qlora", action="store_true", help="QLoRA (4-bit base, LoRA r=16 alpha=32)")
     parser.add_argument("--episodes", type=int, help="expert training episodes (default 200; quick 40)")
+    parser.add_argument("--teacher", default="expert", choices=["expert", "sweeper"],
+                        help="whose turns it learns from and agreement is measured against: the expert (plans "
+                             "where to explore from all it has seen) or the sweeper (every decision rests on one turn)")
     parser.add_argument("--oversample", type=int, default=1,
                         help="training rows hold each turn with the target in sight or in reach this many times")
     parser.add_argument("--grounding", type=int, default=0,
@@ -148,7 +151,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
     tiny = args.model == "tiny"
     run = train_on_expert(model, work / "run", episodes=args.episodes, epochs=args.epochs, batch_size=args.batch_size,
                           oversample=args.oversample, grounding=args.grounding,
-                          grounding_warmup_steps=args.grounding_warmup_steps,
+                          grounding_warmup_steps=args.grounding_warmup_steps, teacher=args.teacher,
                           learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},
@@ -192,7 +195,8 @@ def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str
         run, rows = dagger_round(model, folders, work / f"dagger-{number}", episodes=args.dagger_episodes,
                                  steps=args.dagger_steps, learning_rate=args.dagger_learning_rate,
                                  seed_start=300_000 + (number - 1) * args.dagger_episodes, prompt=prompt,
-                                 max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, minutes=left)
+                                 max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, minutes=left,
+                                 teacher=args.teacher)
         seconds = time.monotonic() - started
         training["seconds"] += seconds
         folders.append(work / f"dagger-{number}" / "rows")
@@ -200,7 +204,7 @@ def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str
         training["dagger"].append({"round": number, **rows, "steps": run.steps, "seconds": round(seconds, 1),
                                    "stopped_by_budget": run.stopped_by_budget, "summary": run.summary})
         print(f"DAgger round {number}: the model won {rows['policy_success_rate']:.1%} of {rows['episodes']} "
-              f"missions, {rows['rows']} states labelled by the expert; trained {run.steps} steps on "
+              f"missions, {rows['rows']} states labelled by the {args.teacher}; trained {run.steps} steps on "
               f"{rows['mixed_rows']} rows in {seconds:.0f} s ({training['seconds'] / 60:.1f} of "
               f"{args.train_minutes:g} minutes used)", flush=True)
     return model
@@ -214,9 +218,11 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
     from localqwen_safari.evaluation import Tally, evaluate, evaluate_lockstep
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.model_policy import ModelPolicy
-    from localqwen_safari.policies import POLICIES
+    from localqwen_safari.policies import POLICIES, get_teacher
 
     from localqwen.runtime.engine import GenerationSettings
+
+    teacher = get_teacher(args.teacher)
 
     settings = GenerationSettings(max_new_tokens=args.max_new_tokens)
     # (name, kind, ablation, seeds): the model on both kinds; each ablation on the kind its goal is
@@ -235,7 +241,7 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
         policy = ModelPolicy(engine, views, settings=settings, prompt=prompt, keep_replies=False,
                              blank_image=ablation.get("blank_image", False),
                              hide_notepad=ablation.get("hide_notepad", False))
-        games.append(evaluate_lockstep(policy, missions, tally, batch_size=args.eval_batch))
+        games.append(evaluate_lockstep(policy, missions, tally, batch_size=args.eval_batch, teacher=teacher))
     # One batch of each run in turn, so a time limit leaves every run with some finished episodes.
     live = list(range(len(plan)))
     while live:
@@ -270,7 +276,7 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
         missions = [mission_for_seed(kind, seed) for seed in range(EVAL_SEED_START, EVAL_SEED_START + count)]
         for name, scripted in POLICIES.items():
             started = time.monotonic()
-            runs.append(_run(name, kind, evaluate(scripted, missions), time.monotonic() - started))
+            runs.append(_run(name, kind, evaluate(scripted, missions, teacher=teacher), time.monotonic() - started))
             print(_row(runs[-1]), flush=True)
         if save is not None:
             save(runs)
@@ -336,7 +342,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if tiny:
             from localqwen_safari.learning import build_tiny_model, count_parameters
 
-            base = build_tiny_model(work / "base")
+            base = build_tiny_model(work / "base", teacher=args.teacher)
             parameters = report["parameters"] = count_parameters(base)
             print(f"tiny Qwen3-VL: {parameters:,} parameters (embeddings included) in "
                   f"{time.monotonic() - started:.0f} s", flush=True)
@@ -352,12 +358,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from localqwen_safari.dataset import generate
         from localqwen_safari.learning import move_accuracy
 
-        held = work / "held-out-rows"
+        held = work / f"held-out-rows-{args.teacher}"
         if not (held / "conversations.jsonl").exists():
-            for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt):
+            for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt,
+                              teacher=args.teacher):
                 pass
         report["teacher_forced"] = asdict(move_accuracy(trained, held, limit=1500))
-        print("teacher-forced on held-out expert rows: " + ", ".join(
+        print(f"teacher-forced on held-out {args.teacher} rows: " + ", ".join(
             f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
             for key, value in report["teacher_forced"].items() if key != "by_situation"), flush=True)
         for situation, scores in report["teacher_forced"]["by_situation"].items():
@@ -366,8 +373,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from localqwen_safari.learning import decisions_on_expert_states
 
         report["decisions_on_expert_states"] = decisions_on_expert_states(
-            trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens)
-        print("its own replies on held-out expert states (agreement with the expert; noticed: the Thought "
+            trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens,
+            teacher=args.teacher)
+        print(f"its own replies on held-out {args.teacher} states (agreement with the {args.teacher}; noticed: the Thought "
               "begins with the target):", flush=True)
         for situation, scores in report["decisions_on_expert_states"].items():
             noticed = f", noticed {scores['noticed']:.3f}" if "noticed" in scores else ""

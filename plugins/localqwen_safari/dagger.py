@@ -26,24 +26,33 @@ from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, write_tur
 from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import BatchPolicy
 from localqwen_safari.missions import Mission
-from localqwen_safari.policies import Decision, expert, notepad_route, notepad_text, route_text
+from localqwen_safari.policies import (
+    Decision,
+    Policy,
+    expert,
+    notepad_route,
+    notepad_sweep,
+    notepad_text,
+    route_text,
+)
 
 
 def honest_notepad(episode: Episode) -> str:
     """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
-    has had in view, and the route line it wrote itself (kept as written)."""
+    has had in view, and the route or sweep line it wrote itself (kept as written)."""
     seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
     goal, route = notepad_route(episode.notepad)
     route_line = route_text(goal, route) if goal is not None and route else ""
-    return " ".join(part for part in (notepad_text(seen), route_line) if part)
+    return " ".join(part for part in (notepad_text(seen), route_line, notepad_sweep(episode.notepad)) if part)
 
 
-def expert_label(episode: Episode) -> Decision:
-    """What the expert would do in the agent's state, asked with :func:`honest_notepad`; its calls
-    end with the agent's notepad made right (an ``update_notepad`` first when it differs)."""
+def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:
+    """What the ``teacher`` (the expert, or the sweeper) would do in the agent's state, asked with
+    :func:`honest_notepad`; its calls end with the agent's notepad made right (an ``update_notepad``
+    first when it differs)."""
     honest = copy.deepcopy(episode)
     honest.notepad = honest_notepad(episode)
-    decision = expert(honest)
+    decision = teacher(honest)
     written = next((arguments["text"] for name, arguments in decision.calls if name == "update_notepad"),
                    honest.notepad)
     calls = [call for call in decision.calls if call[0] != "update_notepad"]
@@ -53,9 +62,9 @@ def expert_label(episode: Episode) -> Decision:
 
 
 def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path, *, prompt: str = "compact",
-                 batch_size: int = 64) -> Iterator[Any]:
+                 batch_size: int = 64, teacher: Policy = expert) -> Iterator[Any]:
     """Play ``missions`` with ``policy`` in lockstep and write every state it met, labelled by
-    :func:`expert_label`, as training rows (``conversations.jsonl`` in the trainer's format and
+    :func:`expert_label` (asking ``teacher``), as training rows (``conversations.jsonl`` in the trainer's format and
     ``dataset.jsonl`` in the seed's, as ``generate`` writes them, images under ``images/``).
     Yields progress; returns a summary (rows, the policy's success rate on these missions)."""
     from localqwen_safari.render import render_view
@@ -76,7 +85,7 @@ def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path
                     (out_dir / image_file).write_bytes(render_view(episode))
                     write_turn(seed_rows, chat_rows, prompt=prompt, episode=first + index, mission=episode.mission,
                                turn=episode.turn + 1, image_file=image_file, context=episode.context_text(),
-                               compact_context=episode.compact_context(), decision=expert_label(episode))
+                               compact_context=episode.compact_context(), decision=expert_label(episode, teacher))
                     rows += 1
                 decisions = policy.decide([group[index] for index in live])
                 for index, decision in zip(live, decisions, strict=True):

@@ -20,7 +20,7 @@ from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import Decision, expert, offset_text
+from localqwen_safari.policies import Decision, get_teacher, offset_text
 from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, system_prompt
 from localqwen_safari.world import SPECIES, Cell
 
@@ -37,8 +37,9 @@ TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
 
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
              seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
-             grounding: int = 0, grounding_apart: bool = False) -> Iterator[Any]:
-    """Write ``episodes`` expert episodes; yields Progress events, returns the summary dict.
+             grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert") -> Iterator[Any]:
+    """Write ``episodes`` episodes of the ``teacher`` (``expert``, or ``sweeper``: policies.py);
+    yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
     schema; ``compact``: a one-line prompt, no schema, for a tiny model trained from scratch).
     ``oversample``: the training rows (``conversations.jsonl``) hold each turn of
@@ -50,7 +51,8 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     sentence of a reply that goes for the target, taught as a task of its own. ``grounding_apart``:
     those rows go to ``grounding.jsonl`` instead, for a stage of their own before the replies
     (``learning.train_on_expert``'s ``grounding_warmup_steps``)."""
-    system_prompt(prompt)  # an unknown profile fails here, before any file is written
+    system_prompt(prompt)  # an unknown profile or teacher fails here, before any file is written
+    policy = get_teacher(teacher)
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     if oversample < 1:
@@ -63,7 +65,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     out_dir = Path(out_dir).expanduser()
     images = out_dir / "images"
     images.mkdir(parents=True, exist_ok=True)
-    tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message="expert episodes")
+    tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message=f"{teacher} episodes")
     rows = training_rows = successes = 0
     with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
             open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
@@ -72,7 +74,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
         for index in range(episodes):
             mission = mission_for_seed(kinds[index % len(kinds)], seed_start + index)
             episode = Episode.start(mission)
-            for turn in play_turns(episode, expert, render=True):
+            for turn in play_turns(episode, policy, render=True):
                 image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
                 assert turn.view is not None
                 (out_dir / image_file).write_bytes(turn.view)
@@ -91,7 +93,8 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
             successes += episode.success
             if index % 20 == 19 or index == episodes - 1:
                 yield tracker.update(index + 1)
-    return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "expert_success_rate": round(successes / episodes, 4),
+    return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "teacher": teacher,
+            "teacher_success_rate": round(successes / episodes, 4),
             "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
             "images": str(images), **({"grounding": str(out_dir / GROUNDING_FILE)} if grounding_apart else {})}
 
@@ -161,7 +164,7 @@ def conversation_row(image: str, context: str, thought: str, calls: list[dict[st
 
 
 DATA_SOURCE = "safari"
-DATA_SOURCE_DESCRIPTION = "Safari expert episodes (view image + context -> Thought + tool calls)"
+DATA_SOURCE_DESCRIPTION = "Safari expert (or sweeper) episodes (view image + context -> Thought + tool calls)"
 
 
 def register_data_source(extensions) -> None:
@@ -172,10 +175,10 @@ def register_data_source(extensions) -> None:
 
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
                       seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
-                      grounding: int = 0, grounding_apart: bool = False) -> Path:
-    """The trainer data source ``safari``: expert episodes -> ``conversations.jsonl`` (the train file)."""
+                      grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert") -> Path:
+    """The trainer data source ``safari``: the teacher's episodes -> ``conversations.jsonl`` (the train file)."""
     stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt,
-                      oversample=oversample, grounding=grounding, grounding_apart=grounding_apart)
+                      oversample=oversample, grounding=grounding, grounding_apart=grounding_apart, teacher=teacher)
     try:
         while True:
             next(stream)

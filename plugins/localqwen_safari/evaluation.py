@@ -78,7 +78,7 @@ class Tally:
             "action_agreement": _ratio(self.agreements, self.turns_scored),
             "thought_consistency": _ratio(self.consistent, self.turns_scored),
             "false_declare_rate": _ratio(self.false_declares, self.declares),
-            # agreement split by what the expert's decision rested on, with each situation's share of turns
+            # agreement split by what the teacher's decision rested on, with each situation's share of turns
             "agreement_by_situation": {
                 situation: {"agreement": _ratio(*self.by_situation[situation]),
                             "share": _ratio(self.by_situation[situation][1], self.turns_scored)}
@@ -86,21 +86,21 @@ class Tally:
         }
 
 
-def evaluate(policy: Policy, missions: Iterable[Mission]) -> Tally:
+def evaluate(policy: Policy, missions: Iterable[Mission], *, teacher: Policy = expert) -> Tally:
     """Play every mission with ``policy`` and score it."""
     tally = Tally()
     for mission in missions:
-        play_scored(tally, policy, mission)
+        play_scored(tally, policy, mission, teacher=teacher)
     return tally
 
 
-def play_scored(tally: Tally, policy: Policy, mission: Mission) -> Episode:
-    """Play one mission into ``tally``; the expert is asked on each state the policy saw (teacher
-    forcing) for the agreement score."""
+def play_scored(tally: Tally, policy: Policy, mission: Mission, *, teacher: Policy = expert) -> Episode:
+    """Play one mission into ``tally``; the ``teacher`` (the expert, or the sweeper a model was
+    trained on) is asked on each state the policy saw (teacher forcing) for the agreement score."""
     episode = Episode.start(mission)
     scores = TurnScores()
-    teacher = None if policy is expert else expert  # the expert is deterministic: it agrees with itself
-    for turn in play_turns(episode, policy, teacher=teacher):
+    reference = None if policy is teacher else teacher  # a scripted teacher is deterministic: it agrees with itself
+    for turn in play_turns(episode, policy, teacher=reference):
         scores.record(turn.decision, turn.reference or turn.decision)
     tally.add(episode, scores)
     return episode
@@ -113,10 +113,10 @@ class BatchPolicy(Protocol):
 
 
 def evaluate_lockstep(policy: BatchPolicy, missions: Sequence[Mission], tally: Tally, *,
-                      batch_size: int = 64) -> Iterator[int]:
+                      batch_size: int = 64, teacher: Policy = expert) -> Iterator[int]:
     """Play ``missions`` in groups of ``batch_size`` episodes in lockstep: every turn, the live
     episodes' decisions come from one ``policy.decide`` call (one batched generate), each is
-    scored against the expert on the state it saw, exactly like :func:`play_scored`. Yields the
+    scored against the ``teacher`` on the state it saw, exactly like :func:`play_scored`. Yields the
     number of episodes finished after each group (for progress)."""
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -125,7 +125,7 @@ def evaluate_lockstep(policy: BatchPolicy, missions: Sequence[Mission], tally: T
         scores = [TurnScores() for _ in group]
         live = list(range(len(group)))
         while live:
-            references = [expert(group[i]) for i in live]  # teacher forcing, before the calls change the state
+            references = [teacher(group[i]) for i in live]  # teacher forcing, before the calls change the state
             decisions = policy.decide([group[i] for i in live])
             for i, decision, reference in zip(live, decisions, references, strict=True):
                 group[i].play_turn(decision.calls)

@@ -18,20 +18,20 @@ from typing import Any
 CORPUS_SEED_START = 50_000  # neither training (100,000+) nor evaluation (1000-1299) seeds
 
 
-def tokenizer_corpus(episodes: int = 60) -> list[str]:
+def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
     """Safari text in the compact profile (contexts, Thoughts, tool calls as the chat template
     writes them), so the tiny model's BPE tokenizer spends its vocabulary on this task."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.playing import play_turns
-    from localqwen_safari.policies import expert
+    from localqwen_safari.policies import get_teacher
     from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, compact_thought
 
     lines = [COMPACT_SYSTEM_PROMPT]
     kinds = list(KINDS)
     for index in range(episodes):
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], CORPUS_SEED_START + index))
-        for turn in play_turns(episode, expert):
+        for turn in play_turns(episode, get_teacher(teacher)):
             lines.append(turn.compact_context)
             lines.append("Thought: " + compact_thought(turn.decision.thought))
             lines += ['<tool_call>\n{"name": "' + name + '", "arguments": ' + json.dumps(arguments) + "}\n</tool_call>"
@@ -40,10 +40,10 @@ def tokenizer_corpus(episodes: int = 60) -> list[str]:
 
 
 def build_tiny_model(out: Path, *, hidden: int = 96, layers: int = 3, vision_depth: int = 2,
-                     corpus_episodes: int = 60, seed: int = 0) -> Path:
+                     corpus_episodes: int = 60, seed: int = 0, teacher: str = "expert") -> Path:
     """A random-weight Qwen3-VL from a config with a safari-trained tokenizer. ``image_size`` 160:
     the 160x160 view is never resized, so each 16 px patch is one cell (2x2 patches merge into one
-    of the 25 image tokens)."""
+    of the 25 image tokens). ``teacher``: whose turns the tokenizer's corpus holds (the one it will learn from)."""
     from localqwen.testing.tiny_models import build_tiny_qwen3_vl
 
     heads = max(1, hidden // 32)
@@ -53,7 +53,7 @@ def build_tiny_model(out: Path, *, hidden: int = 96, layers: int = 3, vision_dep
     half_rotary, third = 16, 5
     return build_tiny_qwen3_vl(
         out, hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers, head_dim=32,
-        num_attention_heads=heads, num_key_value_heads=1, vocab_size=1024, corpus=tokenizer_corpus(corpus_episodes),
+        num_attention_heads=heads, num_key_value_heads=1, vocab_size=1024, corpus=tokenizer_corpus(corpus_episodes, teacher),
         image_size=160, seed=seed,
         rope_parameters={"rope_type": "default", "rope_theta": 10_000.0,
                          "mrope_section": [half_rotary - 2 * third, third, third], "mrope_interleaved": True},
@@ -93,8 +93,10 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     vision_warmup_steps: int = 0,
                     on_warmup_step: Callable[[int, int, float], None] | None = None,
                     data_file: Path | None = None, on_event: Callable[[Any], None] | None = None,
-                    oversample: int = 1, grounding: int = 0, grounding_warmup_steps: int = 0) -> TrainingRun:
-    """One job of the trainer's runner on ``episodes`` expert episodes from the ``safari`` data
+                    oversample: int = 1, grounding: int = 0, grounding_warmup_steps: int = 0,
+                    teacher: str = "expert") -> TrainingRun:
+    """One job of the trainer's runner on ``episodes`` episodes of the ``teacher`` (policies.TEACHERS:
+    the expert by default, or the sweeper) from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
     step, keeps a checkpoint, and that checkpoint is the result (so the learning rate is constant
     after warmup by default: the budget may cut the run anywhere; a decaying ``lr_scheduler`` such
@@ -139,7 +141,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         stage_started = time.monotonic()
         data_dir = Path(out) / "data"
         data_file = build_safari_data(data_dir, episodes=episodes, prompt=prompt, oversample=oversample, grounding=2,
-                                      grounding_apart=True)
+                                      grounding_apart=True, teacher=teacher)
         grounding_stage = train_on_expert(
             model, Path(out) / "grounding-warmup", episodes=episodes, epochs=100, batch_size=batch_size,
             learning_rate=learning_rate, max_steps=grounding_warmup_steps, minutes=minutes, prompt=prompt,
@@ -159,7 +161,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         "output_dir": str(out), "model": {"path": str(model), "task": "vision"},
         "data": {"train": str(data_file)} if data_file is not None else
                 {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt,
-                                                         "oversample": oversample, "grounding": grounding}}},
+                                                         "oversample": oversample, "grounding": grounding,
+                                                         "teacher": teacher}}},
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
                      "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,
@@ -196,10 +199,11 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
 def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: int, steps: int,
                  learning_rate: float = 1e-3, seed_start: int = 300_000, prompt: str = "compact",
                  max_new_tokens: int = 160, batch_size: int = 8, minutes: float | None = None,
-                 on_progress: Callable[[Any], None] | None = None) -> tuple[TrainingRun, dict[str, Any]]:
+                 on_progress: Callable[[Any], None] | None = None,
+                 teacher: str = "expert") -> tuple[TrainingRun, dict[str, Any]]:
     """One round of training on the model's own states (dagger.py): ``model`` plays ``episodes``
-    missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the expert
-    labels every state it met, and training goes on from ``model`` for ``steps`` steps on those rows
+    missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the ``teacher``
+    (the one whose rows it was trained on) labels every state it met, and training goes on from ``model`` for ``steps`` steps on those rows
     together with every folder of ``data_folders`` (the expert's data, earlier rounds' rows), the
     vision tower frozen; ``minutes`` bounds the whole round (playing, then training). ``on_progress``
     gets the playing's progress and then the training job's events. Returns the run and the rows'
@@ -209,7 +213,9 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     from localqwen_safari.dagger import aggregate, collect_rows
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.model_policy import ModelPolicy
+    from localqwen_safari.policies import get_teacher
 
+    get_teacher(teacher)  # an unknown name fails before the model plays
     started = time.monotonic()
     kinds = list(KINDS)
     missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
@@ -217,7 +223,7 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     try:
         policy = ModelPolicy(engine, out / "views", settings=GenerationSettings(max_new_tokens=max_new_tokens),
                              prompt=prompt, keep_replies=False)
-        stream = collect_rows(policy, missions, out / "rows", prompt=prompt)
+        stream = collect_rows(policy, missions, out / "rows", prompt=prompt, teacher=get_teacher(teacher))
         while True:
             try:
                 event = next(stream)
@@ -240,7 +246,7 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
 
 def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_situation: int = 40,
                                prompt: str = "compact", max_new_tokens: int = 160,
-                               max_episodes: int = 400) -> dict[str, dict[str, float]]:
+                               max_episodes: int = 400, teacher: str = "expert") -> dict[str, dict[str, float]]:
     """The model's own replies (generated, not teacher-forced) on states of the expert's episodes
     (seeds from ``seed_start``, both kinds), up to ``per_situation`` states for each situation of
     the expert's decision: per situation, the share whose action equals the expert's
@@ -248,7 +254,8 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     with it ("The lion ...", ``noticed``). Between the teacher-forced check (which hands the model
     its Thought up to "I move", so it never has to notice the target) and play (where its own
     earlier turns lead it off the expert's states), this shows whether the first decision, go for
-    the target or explore, is made from the view."""
+    the target or explore, is made from the view. ``teacher``: whose episodes and decisions (the
+    expert's, or the sweeper's for a model trained on them)."""
     import copy
     import tempfile
 
@@ -258,21 +265,24 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.model_policy import ModelPolicy
-    from localqwen_safari.policies import SITUATIONS, Decision, expert
+    from localqwen_safari.policies import Decision, get_teacher
 
     kinds = list(KINDS)
-    # Every situation but "explore (noted goal)": the expert never strays from its own route.
-    met_by_expert = [situation for situation in SITUATIONS if situation != "explore (noted goal)"]
+    policy_of_teacher = get_teacher(teacher)
+    # The situations a teacher meets in its own episodes (the expert never strays from its route).
+    met_by_teacher = (["declare", "target in view", "target remembered", "explore (noted route)", "explore (new goal)"]
+                      if teacher == "expert" else
+                      ["declare", "target in view", "target remembered", "explore (sweep on)", "explore (sweep turn)"])
     states: dict[str, list[tuple[Episode, Decision]]] = {}
     for index in range(max_episodes):
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
         while not episode.done:
-            decision = expert(episode)
+            decision = policy_of_teacher(episode)
             bucket = states.setdefault(decision.situation, [])
             if len(bucket) < per_situation:
                 bucket.append((copy.deepcopy(episode), decision))
             episode.play_turn(decision.calls)
-        if all(len(states.get(situation, ())) >= per_situation for situation in met_by_expert):
+        if all(len(states.get(situation, ())) >= per_situation for situation in met_by_teacher):
             break
     report: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="safari-decisions-") as views, TransformersEngine(model) as engine:

@@ -13,12 +13,14 @@ from typing import Any, Literal
 from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
 
-PolicyName = Literal["expert", "greedy", "random", "model"]
+PolicyName = Literal["expert", "sweeper", "greedy", "random", "model"]
+TeacherName = Literal["expert", "sweeper"]
 KindName = Literal["find-one", "find-two"]
 
 
 class PlayForm(Form):
-    policy: PolicyName = field("expert", label="Policy", help="Who plays: the expert, greedy, random or a model.")
+    policy: PolicyName = field("expert", label="Policy",
+                               help="Who plays: the expert, the sweeper, greedy, random or a model.")
     kind: KindName = field("find-one", label="Mission", help="find-one: one species; find-two: two, in order.")
     seed: int = field(7, label="Seed", ge=0, help="The world and targets; the same seed plays the same way.")
     missions: Path | None = field(None, label="Mission file", widget="file", advanced=True,
@@ -61,6 +63,10 @@ class GenerateForm(Form):
     grounding_apart: bool = field(False, label="Questions in their own file", advanced=True,
                                   help="Write the question rows to grounding.jsonl instead of among the replies' "
                                        "rows, to train them as a stage of their own first.")
+    teacher: TeacherName = field("expert", label="Teacher", advanced=True,
+                                 help="Whose turns: the expert (plans where to explore from all it has seen) or "
+                                      "the sweeper (sweeps in rows; every decision rests on one turn's view and "
+                                      "notepad, so a small model learns it more easily).")
 
 
 class WarmupForm(Form):
@@ -98,13 +104,15 @@ class DaggerForm(Form):
     prompt: Literal["full", "compact"] = field("compact", label="Prompt profile", advanced=True,
                                                help="What the model was trained with.")
     max_new_tokens: int = field(160, label="Max reply tokens", ge=8, le=4096, advanced=True)
+    teacher: TeacherName = field("expert", label="Teacher", advanced=True,
+                                 help="Who labels the model's states: the teacher of its training data.")
 
 
 class EvaluateForm(Form):
     policy: list[PolicyName] = field(default_factory=lambda: ["expert"], label="Policies",
                                      help="One or more (repeat --policy); each runs on the same missions.")
     compare: bool = field(False, label="Compare with all baselines",
-                          help="Also run random, greedy and expert side by side.")
+                          help="Also run random, greedy, expert and sweeper side by side.")
     kind: Literal["find-one", "find-two", "both"] = field("find-one", label="Mission kind")
     seeds: str = field("1000-1299", label="Seeds", help="e.g. 1000-1299 or 1,2,10-12 (generated missions).")
     missions: Path | None = field(None, label="Mission file", widget="file",
@@ -120,6 +128,9 @@ class EvaluateForm(Form):
                                                     "tool schema) or compact (one line, no schema).")
     batch_size: int = field(64, label="Episodes per batch", ge=1, le=4096, advanced=True,
                             help="The model plays this many episodes in lockstep, one batched generate per turn.")
+    teacher: TeacherName = field("expert", label="Agreement with", advanced=True,
+                                 help="Whose decision on the same state agreement is measured against: the "
+                                      "expert, or the sweeper for a model trained on its turns.")
 
 
 class Safari(Plugin):
@@ -224,13 +235,14 @@ class Safari(Plugin):
         out = (form.output_dir or ctx.outputs_dir / "dataset").expanduser()
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
                                                 prompt=form.prompt, oversample=form.oversample,
-                                                grounding=form.grounding, grounding_apart=form.grounding_apart), ctx)
-        yield ev.FileWritten(path=summary["dataset"], description="expert turns (seed format)")
+                                                grounding=form.grounding, grounding_apart=form.grounding_apart,
+                                                teacher=form.teacher), ctx)
+        yield ev.FileWritten(path=summary["dataset"], description=f"{form.teacher} turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         if summary.get("grounding"):
             yield ev.FileWritten(path=summary["grounding"], description="question rows on the views, apart")
         yield ev.Done(result=summary, summary=f"{summary['episodes']} episodes, {summary['rows']} turns "
-                                              f"(expert success {summary['expert_success_rate']:.0%}) in {out}")
+                                              f"({form.teacher} success {summary['teacher_success_rate']:.0%}) in {out}")
 
     # -- vision warm-up --------------------------------------------------------------------------
     @action(form=WarmupForm, title="Warm up a vision tower",
@@ -297,7 +309,7 @@ class Safari(Plugin):
                                     steps=form.steps, learning_rate=form.learning_rate,
                                     seed_start=form.seed_start + (number - 1) * form.episodes, prompt=form.prompt,
                                     max_new_tokens=form.max_new_tokens, batch_size=form.batch_size,
-                                    minutes=form.minutes or None, on_progress=forward)
+                                    minutes=form.minutes or None, on_progress=forward, teacher=form.teacher)
 
             run, rows = yield from events_from_thread(work, name=f"safari-dagger-{number}")
             folders.append(out / f"round-{number}" / "rows")
@@ -319,7 +331,7 @@ class Safari(Plugin):
     def evaluate(self, form: EvaluateForm, ctx: Context):
         from localqwen_safari.evaluation import Tally, evaluate_lockstep, play_scored
         from localqwen_safari.missions import KINDS, load_missions, mission_for_seed, parse_seeds
-        from localqwen_safari.policies import POLICIES
+        from localqwen_safari.policies import POLICIES, get_teacher
 
         if form.missions is not None:
             missions = load_missions(form.missions)
@@ -341,6 +353,7 @@ class Safari(Plugin):
         by_kind: dict[str, list[Any]] = {}
         for mission in missions:
             by_kind.setdefault(mission.kind, []).append(mission)
+        teacher = get_teacher(form.teacher)
         tracker = ev.ProgressTracker(len(missions) * len(policies), unit="episodes", task="evaluate")
         runs = []
         for name, policy in policies.items():
@@ -348,13 +361,13 @@ class Safari(Plugin):
                 started = time.monotonic()
                 tally = Tally()
                 if hasattr(policy, "decide"):  # the model: many episodes in lockstep, one batched generate a turn
-                    for finished in evaluate_lockstep(policy, group, tally, batch_size=form.batch_size):
+                    for finished in evaluate_lockstep(policy, group, tally, batch_size=form.batch_size, teacher=teacher):
                         ctx.cancel.raise_if_cancelled()
                         yield tracker.advance(finished, message=f"{name} on {kind}")
                 else:
                     for number, mission in enumerate(group, 1):
                         ctx.cancel.raise_if_cancelled()
-                        play_scored(tally, policy, mission)
+                        play_scored(tally, policy, mission, teacher=teacher)
                         if number % 10 == 0 or number == len(group):
                             yield tracker.advance(10 if number % 10 == 0 else number % 10,
                                                   message=f"{name} on {kind}")

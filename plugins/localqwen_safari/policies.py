@@ -41,7 +41,9 @@ _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 # remembered one and an exploring goal kept from an earlier turn are in the notepad; choosing a new
 # exploring goal rests on every cell seen so far, which no single observation shows.
 SITUATIONS = ("declare", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
-              "explore (new goal)")
+              "explore (new goal)", "explore (sweep on)", "explore (sweep turn)")
+# The sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
+# view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
 
 
 @dataclass
@@ -146,6 +148,26 @@ def expert(episode: Episode) -> Decision:
     goal and the moves left to it on its notepad and follows that route over the next turns; when
     the route no longer leads to its goal over known ground (the player strayed, or a move was
     stopped) it goes to the same goal another way, and once the route is done it picks a new goal."""
+    return _go_for_target(episode, _explore_by_plan)
+
+
+def sweeper(episode: Episode) -> Decision:
+    """The expert's way with targets, and a way of exploring whose every decision rests on what one
+    turn shows: it sweeps the map in rows, written on its notepad as "Sweep right, shift down.":
+    each turn it walks up to 4 steps the way it sweeps, over the cells its view shows open; where
+    the view shows the map's edge ahead it shifts the other way (twice, "shift down again", so the
+    next row of sweeping sees new ground) and sweeps back, and where water or rock blocks the way
+    it shifts once and goes on. No memory of where it has been beyond that line: a learner that
+    sees one turn can make every one of these decisions (the planner's choice of a new goal rests
+    on every cell seen so far). It finds less than the expert (README, "Policies")."""
+    return _go_for_target(episode, _explore_by_sweep)
+
+
+Explore = Callable[[Episode, list[Call], str, str, str], Decision]
+
+
+def _go_for_target(episode: Episode, explore: Explore) -> Decision:
+    """Declare, walk to a target seen in view or noted, or explore with ``explore``."""
     here = episode.position
     visible = visible_animals(episode)
     sightings = notepad_sightings(episode.notepad) + visible
@@ -177,6 +199,12 @@ def expert(episode: Episode) -> Decision:
                             f"{offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
                             calls + [("move", {"direction": direction, "steps": steps})],
                             "target in view" if where == "in view" else "target remembered")
+    return explore(episode, calls, notepad, seen_text, target)
+
+
+def _explore_by_plan(episode: Episode, calls: list[Call], notepad: str, seen_text: str, target: str) -> Decision:
+    """The expert's exploring: a goal with the most unseen ground, its route on the notepad."""
+    here = episode.position
     goal, route = notepad_route(episode.notepad)
     if goal is not None and route and _walk(episode, here, route) == goal:
         situation, why = "explore (noted route)", f"I follow the route in my notepad to ({goal[0]}, {goal[1]})."
@@ -206,6 +234,75 @@ def expert(episode: Episode) -> Decision:
     direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
     return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
                     calls + [("move", {"direction": direction, "steps": 1})], "explore (new goal)")
+
+
+def _explore_by_sweep(episode: Episode, calls: list[Call], notepad: str, seen_text: str, target: str) -> Decision:
+    """The sweeper's exploring (see :func:`sweeper`). Its first sweep heads for the farther side of
+    the map from where it starts, its shifts for the farther top or bottom."""
+    match = _SWEEP.search(episode.notepad)
+    rows, cols = episode.world.size
+    row, col = episode.position
+    if match:
+        heading, shift, again = match.group(1), match.group(2), bool(match.group(3))
+    else:
+        heading, shift, again = ("right" if col < cols // 2 else "left"), ("down" if row < rows // 2 else "up"), False
+    more = ""
+    if again and _open_steps(episode, shift) and not _edge_in_view(episode, shift):
+        move, situation, why = (shift, _open_steps(episode, shift)), "explore (sweep on)", f"I shift {shift} once more."
+    elif _edge_in_view(episode, heading) or not _open_steps(episode, heading):
+        situation, blocked = "explore (sweep turn)", heading
+        if _edge_in_view(episode, shift):  # swept to the top or bottom: shift the other way from now on
+            shift = _OPPOSITE[shift]
+        if _open_steps(episode, shift):
+            move = (shift, _open_steps(episode, shift))
+            if _edge_in_view(episode, heading):  # the row is done: sweep back after shifting twice
+                heading, more = _OPPOSITE[heading], " again"
+            why = f"My way {blocked} ends here, so I shift {shift}."
+        else:
+            heading = _OPPOSITE[heading]
+            move = (heading, _open_steps(episode, heading)) if _open_steps(episode, heading) else (shift, 1)
+            why = f"I cannot shift {shift}, so I turn {heading}."
+    else:
+        move, situation, why = (heading, _open_steps(episode, heading)), "explore (sweep on)", f"I sweep {heading}."
+    planned = " ".join(part for part in (notepad, sweep_text(heading, shift, again=bool(more))) if part)
+    calls = [call for call in calls if call[0] != "update_notepad"]
+    if planned != episode.notepad:
+        calls.insert(0, ("update_notepad", {"text": planned}))
+    return Decision(f"{seen_text} I have not seen {_a(target)} yet. {why} {_move_text(*move)} to explore.",
+                    calls + [("move", {"direction": move[0], "steps": move[1]})], situation)
+
+
+def sweep_text(heading: str, shift: str, *, again: bool = False) -> str:
+    """The sweeper's notepad line: "Sweep right, shift down." (", shift down again." after a row)."""
+    return f"Sweep {heading}, shift {shift}{' again' if again else ''}."
+
+
+def notepad_sweep(notepad: str) -> str:
+    """The sweep line a notepad holds ("" without one)."""
+    match = _SWEEP.search(notepad)
+    return match.group(0) if match else ""
+
+
+_SWEEP = re.compile(r"\bSweep (up|down|left|right), shift (up|down|left|right)( again)?\.")
+_OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
+
+
+def _open_steps(episode: Episode, direction: str) -> int:
+    """How many steps (up to 4) the cells in view show open that way."""
+    dr, dc = MOVES[direction]
+    row, col = episode.position
+    steps = 0
+    while steps < MAX_STEPS and _passable(episode, (row + dr * (steps + 1), col + dc * (steps + 1))):
+        steps += 1
+    return steps
+
+
+def _edge_in_view(episode: Episode, direction: str) -> bool:
+    """The map's edge shows in the view that way (black cells): nothing new lies beyond."""
+    rows, cols = episode.world.size
+    row, col = episode.position
+    return {"right": col + VIEW - VIEW_BEFORE >= cols, "left": col - VIEW_BEFORE < 0,
+            "down": row + VIEW - VIEW_BEFORE >= rows, "up": row - VIEW_BEFORE < 0}[direction]
 
 
 def _passable(episode: Episode, cell: Cell, *, optimistic: bool = False) -> bool:
@@ -354,10 +451,19 @@ def random_policy(episode: Episode) -> Decision:
     return Decision(f"{_move_text(direction, steps)} at random.", [("move", {"direction": direction, "steps": steps})])
 
 
-POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "expert": expert}
+POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "expert": expert, "sweeper": sweeper}
+TEACHERS = ("expert", "sweeper")  # the scripted players whose turns a model is trained on
 
 
 def get_policy(name: str) -> Policy:
     if name not in POLICIES:
         raise ValueError(f"unknown policy {name!r} (expected one of {', '.join(POLICIES)})")
+    return POLICIES[name]
+
+
+def get_teacher(name: str) -> Policy:
+    """A teacher by name: what generates training rows, labels DAgger states and is the reference
+    of agreement."""
+    if name not in TEACHERS:
+        raise ValueError(f"unknown teacher {name!r} (expected one of {', '.join(TEACHERS)})")
     return POLICIES[name]

@@ -54,6 +54,13 @@ def test_generate_writes_the_dataset(tmp_path):
     assert result["episodes"] == 3 and result["rows"] > 3
     assert (tmp_path / "dataset.jsonl").is_file() and (tmp_path / "conversations.jsonl").is_file()
     assert not (tmp_path / "grounding.jsonl").exists()
+    assert result["teacher"] == "expert" and "Sweep " not in (tmp_path / "dataset.jsonl").read_text()
+    events = _events(runner.invoke(app, ["run", "safari", "generate", "--episodes", "2", "--teacher", "sweeper",
+                                         "--output-dir", str(tmp_path / "sweeper"), "--json"]))
+    assert events[-1]["result"]["teacher"] == "sweeper"
+    rows = [json.loads(line) for line in (tmp_path / "sweeper" / "dataset.jsonl").read_text().splitlines()]
+    assert any("Sweep " in call["arguments"].get("text", "") for row in rows for call in row["tool_calls"])
+    assert {row["situation"] for row in rows} & {"explore (sweep on)", "explore (sweep turn)"}
 
 
 def test_generate_writes_the_question_rows_apart_when_asked(tmp_path):
@@ -86,7 +93,12 @@ def test_evaluate_json_ends_with_the_numbers_per_policy():
 def test_evaluate_compare_runs_every_baseline_and_one_policy_puts_its_numbers_on_top():
     events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--compare", "--kind", "find-two",
                                          "--seeds", "1-4", "--json"]))
-    assert [run["policy"] for run in events[-1]["result"]["runs"]] == ["expert", "random", "greedy"]
+    assert [run["policy"] for run in events[-1]["result"]["runs"]] == ["expert", "random", "greedy", "sweeper"]
+    # agreement is measured against the teacher asked for: the sweeper agrees with itself, not the expert
+    events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "sweeper", "--policy", "expert",
+                                         "--teacher", "sweeper", "--seeds", "1-4", "--json"]))
+    agreement = {run["policy"]: run["action_agreement"] for run in events[-1]["result"]["runs"]}
+    assert agreement["sweeper"] == 1.0 and agreement["expert"] < 1.0
     events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "greedy", "--seeds", "1-3",
                                          "--json"]))
     assert events[-1]["result"]["success_rate"] == events[-1]["result"]["runs"][0]["success_rate"]

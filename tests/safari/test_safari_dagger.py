@@ -11,18 +11,19 @@ from event_streams import drain
 from localqwen_safari.dagger import aggregate, collect_rows, expert_label, honest_notepad
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
-from localqwen_safari.policies import Decision, expert, random_policy
+from localqwen_safari.policies import Decision, expert, random_policy, sweeper
 
 from localqwen.training.data import read_rows, validate_rows
 
 
-def test_on_the_experts_own_states_the_label_is_the_experts_decision():
+@pytest.mark.parametrize("teacher", [expert, sweeper], ids=["expert", "sweeper"])
+def test_on_the_teachers_own_states_the_label_is_the_teachers_decision(teacher):
     turns = 0
     for seed in range(100_000, 100_012):
         episode = Episode.start(mission_for_seed(list(KINDS)[seed % 2], seed))
         while not episode.done:
-            decision = expert(episode)
-            label = expert_label(episode)
+            decision = teacher(episode)
+            label = expert_label(episode, teacher)
             assert (label.thought, label.calls, label.situation) == (decision.thought, decision.calls, decision.situation)
             episode.play_turn(decision.calls)
             turns += 1

@@ -27,6 +27,7 @@ def test_expert_far_above_random_and_greedy_on_the_same_missions():
         assert low <= metrics["success_rate"] <= high
         assert 1 <= metrics["avg_turns"] <= 25
     expert, greedy, random = scores["expert"], scores["greedy"], scores["random"]
+    assert greedy["success_rate"] < scores["sweeper"]["success_rate"] <= expert["success_rate"]
     assert expert["success_rate"] >= 0.6
     assert expert["success_rate"] >= greedy["success_rate"] + 0.2
     assert expert["success_rate"] >= random["success_rate"] + 0.5

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
@@ -14,6 +15,8 @@ from localqwen_safari.policies import (
     expert,
     notepad_route,
     notepad_sightings,
+    notepad_sweep,
+    sweeper,
     thought_consistent,
     thought_moves,
 )
@@ -32,11 +35,12 @@ def test_thought_parser_and_consistency():
                                        [("declare_found", {"species": "lion"})]))
 
 
-def test_expert_thought_states_its_move_and_notepad_holds_sightings():
+@pytest.mark.parametrize("teacher", [expert, sweeper], ids=["expert", "sweeper"])
+def test_expert_thought_states_its_move_and_notepad_holds_sightings(teacher):
     moves = 0
     for seed in range(2000, 2030):
         episode = Episode.start(mission_for_seed("find-two", seed))
-        for turn in play_turns(episode, expert):
+        for turn in play_turns(episode, teacher):
             decision = turn.decision
             assert thought_consistent(decision), decision
             for name, args in decision.calls:
@@ -116,3 +120,36 @@ def test_baselines_play_whole_episodes_with_valid_calls():
         turns = list(play_turns(episode, POLICIES[name]))
         assert episode.done and 1 <= len(turns) <= 25
         assert all(thought_consistent(turn.decision) for turn in turns)
+
+
+def test_the_sweeper_sweeps_in_rows_written_on_its_notepad():
+    rows = ["." * 24 for _ in range(24)]
+    rows[22] = "." * 22 + "Z."
+    episode = Episode.start(Mission("sweep", "find-one", ("zebra",), map=tuple(rows), start=(3, 3)))
+    lines, moves = [], []
+    for turn in play_turns(episode, sweeper):
+        lines.append(notepad_sweep(episode.notepad))
+        moves += [(args["direction"], args["steps"]) for name, args in turn.decision.calls if name == "move"]
+    # from the top left: right to where the view shows the edge, down twice, back left, down twice...
+    assert lines[:4] == ["Sweep right, shift down."] * 4
+    assert moves[:4] == [("right", 4)] * 4  # to col 19, where the view shows the edge (col 24)
+    assert lines[4] == "Sweep left, shift down again." and moves[4] == ("down", 4)
+    assert lines[5] == "Sweep left, shift down." and moves[5] == ("down", 4) and moves[6] == ("left", 4)
+    assert lines[10] == "Sweep right, shift down again." and moves[10] == ("down", 4)
+    assert episode.success  # it swept down to the zebra in the bottom right corner
+
+
+def test_the_sweepers_exploring_rests_on_one_turn_only():
+    """Forget every cell it saw before this turn: an exploring decision stays the same (the expert's
+    new goals would change: they rest on all it has seen)."""
+    checked = 0
+    for seed in range(3000, 3010):
+        episode = Episode.start(mission_for_seed("find-two", seed))
+        while not episode.done:
+            decision = sweeper(episode)
+            if decision.situation.startswith("explore"):
+                amnesiac = dataclasses.replace(episode, seen=set(episode.view_cells()))
+                assert sweeper(amnesiac) == decision
+                checked += 1
+            episode.play_turn(decision.calls)
+    assert checked > 100
