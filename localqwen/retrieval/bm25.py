@@ -111,13 +111,17 @@ class BM25Index:
         return np.asarray(raw, dtype=np.float32)[: self.size]
 
     def search(self, query: str, k: int = 100) -> tuple[np.ndarray, np.ndarray]:
-        import numpy as np
+        return top_scored(self.scores(query), k)
 
-        scores = self.scores(query)
-        k = min(k, self.size)
-        if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        top = top[scores[top] > 0]
-        return top, scores[top]
+
+def top_scored(scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best rows (row indices, scores), best first, rows scoring 0 left out."""
+    import numpy as np
+
+    k = min(k, len(scores))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    top = np.argpartition(-scores, k - 1)[:k]
+    top = top[np.argsort(-scores[top], kind="stable")]
+    top = top[scores[top] > 0]
+    return top, scores[top]

@@ -19,7 +19,7 @@ from array import array
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from localqwen.retrieval.bm25 import Tokenizer
+from localqwen.retrieval.bm25 import Tokenizer, top_scored
 
 if TYPE_CHECKING:
     import numpy as np
@@ -113,16 +113,7 @@ class GrowingBM25:
 
     def search(self, query: str, k: int = 100) -> tuple[np.ndarray, np.ndarray]:
         """(row indices, scores), best first, rows scoring 0 left out."""
-        import numpy as np
-
-        scores = self.scores(query)
-        k = min(k, self.size)
-        if k <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        top = top[scores[top] > 0]
-        return top, scores[top]
+        return top_scored(self.scores(query), k)
 
 
 def _prefix(rows: array, size: int) -> int:
