@@ -1,4 +1,4 @@
-"""Scripted players: ``random``, ``greedy`` and ``expert``.
+"""Scripted players: ``random``, ``greedy``, ``expert`` and ``sweeper``.
 
 Each policy is a pure function of what the agent could know (the episode's current view, the
 cells it has had in view, its notepad, the results it read) and returns a :class:`Decision`: a
