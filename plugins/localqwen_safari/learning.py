@@ -202,10 +202,10 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
                  on_progress: Callable[[Any], None] | None = None,
                  teacher: str = "expert") -> tuple[TrainingRun, dict[str, Any]]:
     """One round of training on the model's own states (dagger.py): ``model`` plays ``episodes``
-    missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the ``teacher``
-    (the one whose rows it was trained on) labels every state it met, and training goes on from ``model`` for ``steps`` steps on those rows
-    together with every folder of ``data_folders`` (the expert's data, earlier rounds' rows), the
-    vision tower frozen; ``minutes`` bounds the whole round (playing, then training). ``on_progress``
+    missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the
+    ``teacher`` (the one whose rows it was trained on) labels every state it met, and training goes
+    on from ``model`` for ``steps`` steps on those rows together with every folder of
+    ``data_folders`` (the teacher's data, earlier rounds' rows), the vision tower frozen; ``minutes`` bounds the whole round (playing, then training). ``on_progress``
     gets the playing's progress and then the training job's events. Returns the run and the rows'
     summary; this round's rows are in out/rows."""
     from localqwen.runtime.engine import GenerationSettings
@@ -215,7 +215,7 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     from localqwen_safari.model_policy import ModelPolicy
     from localqwen_safari.policies import get_teacher
 
-    get_teacher(teacher)  # an unknown name fails before the model plays
+    labeller = get_teacher(teacher)  # an unknown name fails before the model plays
     started = time.monotonic()
     kinds = list(KINDS)
     missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
@@ -223,7 +223,7 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     try:
         policy = ModelPolicy(engine, out / "views", settings=GenerationSettings(max_new_tokens=max_new_tokens),
                              prompt=prompt, keep_replies=False)
-        stream = collect_rows(policy, missions, out / "rows", prompt=prompt, teacher=get_teacher(teacher))
+        stream = collect_rows(policy, missions, out / "rows", prompt=prompt, teacher=labeller)
         while True:
             try:
                 event = next(stream)
@@ -265,14 +265,10 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.model_policy import ModelPolicy
-    from localqwen_safari.policies import Decision, get_teacher
+    from localqwen_safari.policies import SITUATIONS_MET, Decision, get_teacher
 
     kinds = list(KINDS)
     policy_of_teacher = get_teacher(teacher)
-    # The situations a teacher meets in its own episodes (the expert never strays from its route).
-    met_by_teacher = (["declare", "target in view", "target remembered", "explore (noted route)", "explore (new goal)"]
-                      if teacher == "expert" else
-                      ["declare", "target in view", "target remembered", "explore (sweep on)", "explore (sweep turn)"])
     states: dict[str, list[tuple[Episode, Decision]]] = {}
     for index in range(max_episodes):
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
@@ -282,7 +278,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
             if len(bucket) < per_situation:
                 bucket.append((copy.deepcopy(episode), decision))
             episode.play_turn(decision.calls)
-        if all(len(states.get(situation, ())) >= per_situation for situation in met_by_teacher):
+        if all(len(states.get(situation, ())) >= per_situation for situation in SITUATIONS_MET[teacher]):
             break
     report: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="safari-decisions-") as views, TransformersEngine(model) as engine:

@@ -44,6 +44,12 @@ SITUATIONS = ("declare", "target in view", "target remembered", "explore (noted 
               "explore (new goal)", "explore (sweep on)", "explore (sweep turn)")
 # The sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
 # view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
+# The situations each teacher meets in its own episodes ("explore (noted goal)" is the expert's only
+# when a player strayed from its route, which the expert itself never does).
+SITUATIONS_MET = {"expert": ("declare", "target in view", "target remembered", "explore (noted route)",
+                             "explore (new goal)"),
+                  "sweeper": ("declare", "target in view", "target remembered", "explore (sweep on)",
+                              "explore (sweep turn)")}
 
 
 @dataclass

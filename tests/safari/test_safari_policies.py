@@ -11,6 +11,8 @@ from localqwen_safari.missions import Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import (
     POLICIES,
+    SITUATIONS,
+    SITUATIONS_MET,
     Decision,
     expert,
     notepad_route,
@@ -153,3 +155,12 @@ def test_the_sweepers_exploring_rests_on_one_turn_only():
                 checked += 1
             episode.play_turn(decision.calls)
     assert checked > 100
+
+
+@pytest.mark.parametrize("name", ["expert", "sweeper"])
+def test_each_teacher_meets_the_situations_it_is_said_to(name):
+    met = set()
+    for seed in range(1000, 1060):
+        episode = Episode.start(mission_for_seed("find-two" if seed % 2 else "find-one", seed))
+        met |= {turn.decision.situation for turn in play_turns(episode, POLICIES[name])}
+    assert met == set(SITUATIONS_MET[name]) and met <= set(SITUATIONS)
