@@ -205,9 +205,10 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     missions (seeds from ``seed_start``, away from the expert's and the evaluation's), the
     ``teacher`` (the one whose rows it was trained on) labels every state it met, and training goes
     on from ``model`` for ``steps`` steps on those rows together with every folder of
-    ``data_folders`` (the teacher's data, earlier rounds' rows), the vision tower frozen; ``minutes`` bounds the whole round (playing, then training). ``on_progress``
-    gets the playing's progress and then the training job's events. Returns the run and the rows'
-    summary; this round's rows are in out/rows."""
+    ``data_folders`` (the teacher's data, earlier rounds' rows), the vision tower frozen;
+    ``minutes`` bounds the whole round (playing, then training). ``on_progress`` gets the playing's
+    progress and then the training job's events. Returns the run and the rows' summary; this
+    round's rows are in out/rows."""
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
     from localqwen_safari.dagger import aggregate, collect_rows
