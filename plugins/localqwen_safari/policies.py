@@ -39,11 +39,12 @@ _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 # What the expert's decision rests on (``Decision.situation``): the evaluation splits agreement by
 # it, because the situations differ in what a learner can see. A target in view is in the image; a
 # remembered one and an exploring goal kept from an earlier turn are in the notepad; choosing a new
-# exploring goal rests on every cell seen so far, which no single observation shows.
+# exploring goal rests on every cell seen so far, which no single observation shows. The last two
+# are the sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
+# view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
 SITUATIONS = ("declare", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
               "explore (new goal)", "explore (sweep on)", "explore (sweep turn)")
-# The sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
-# view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
+
 # The situations each teacher meets in its own episodes ("explore (noted goal)" is the expert's only
 # when a player strayed from its route, which the expert itself never does).
 SITUATIONS_MET = {"expert": ("declare", "target in view", "target remembered", "explore (noted route)",
