@@ -227,17 +227,24 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def add_extracted_facts(store, extracted: list[dict[str, Any]], sample: dict[str, Any]) -> int:
-    """The facts ``--part extraction`` stored for this conversation, beside its raw turns."""
+    """The facts ``--part extraction`` produced for this conversation, beside its raw turns, in
+    their order through the plugin's ``remember`` (duplicates skipped, contradictions superseded,
+    as the extraction store did). The extractor calls the one talking "the user" (in the chat
+    there is one); here both speakers are, so each fact names its turn's speaker, as the coverage
+    report compares them. Returns the facts now active."""
+    from localqwen_memory.updates import remember
+
     added = 0
-    for record in extracted:
-        if record["conversation_id"] != sample["sample_id"]:
-            continue
+    for record in sorted((r for r in extracted if r["conversation_id"] == sample["sample_id"]),
+                         key=lambda r: r["message_index"]):
         for fact in record["facts"]:
-            store.add(fact["fact"], persona=sample["sample_id"], fact=fact["fact"], kind="fact",
-                      subject=fact.get("subject"), attribute=fact.get("attribute"), value=fact.get("value"),
-                      source_session=record["session"], source_message=record["message_index"],
-                      valid_from=record.get("at"))
-            added += 1
+            text = name_the_user(fact["fact"], record["speaker"])
+            subject = record["speaker"].lower() if fact.get("subject") in (None, "", "user") else fact["subject"]
+            decision = remember(store, text, persona=sample["sample_id"], subject=subject,
+                                attribute=fact.get("attribute"), value=fact.get("value"),
+                                source_session=record["session"], source_message=record["message_index"],
+                                valid_from=record.get("at"))
+            added += decision.action in ("added", "superseded")
     return added
 
 
@@ -304,7 +311,7 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     done = {(r["conversation_id"], r["turn"]) for r in records}
     plan: list[tuple[dict, int, dict]] = []
     for sample in samples:
-        turns = [(i, t) for i, t in enumerate(turns_of(sample)) if t["session"] <= args.sessions]
+        turns = [(i, t) for i, t in enumerate(turns_of(sample)) if in_sessions(t["session"], args)]
         if args.turns_cap:
             turns = turns[: args.turns_cap]
         plan += [(sample, i, t) for i, t in turns]
@@ -355,6 +362,10 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     return extraction_report(records, plan, samples, args)
 
 
+def in_sessions(session: int, args) -> bool:
+    return not args.sessions or session <= args.sessions
+
+
 def reply_to(turns: list[dict[str, Any]], index: int) -> str:
     """The other speaker's next turn of the same session, as the turn's "assistant" answer ("" when
     the session ends there). With "(no answer)" in its place the real model returned {"facts": []}
@@ -374,7 +385,7 @@ def extraction_report(records: list[dict[str, Any]], plan, samples, args) -> dic
     planned = {(s["sample_id"], t["id"]) for s, _, t in plan}
     rows = [r for r in records if (r["conversation_id"], r["turn"]) in planned]
     report: dict[str, Any] = {"part": "extraction", "conversations": [s["sample_id"] for s in samples],
-                              "sessions_per_conversation": args.sessions, "turns_cap": args.turns_cap or None,
+                              "sessions_per_conversation": args.sessions or "all", "turns_cap": args.turns_cap or None,
                               "turns_done": len(rows), "turns_planned": len(planned)}
     if not rows:
         return report
@@ -387,7 +398,7 @@ def extraction_report(records: list[dict[str, Any]], plan, samples, args) -> dic
         for fact in observations_of(sample):
             sources = fact["turns"] or []
             covered = all((sid, t) in done_turns for t in sources) if sources else fact["session"] in sessions
-            if fact["session"] <= args.sessions and covered:
+            if in_sessions(fact["session"], args) and covered:
                 observations.append({**fact, "conversation_id": sid})
         for record in mine:
             for item in record["facts"]:
@@ -452,13 +463,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--part", choices=["qa", "extraction"], required=True)
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--conversations", type=int, default=2, help="the first N LoCoMo conversations")
+    parser.add_argument("--conversation", action="append", metavar="SAMPLE_ID",
+                        help="only these conversations (e.g. conv-30; repeatable), so two processes with their own "
+                             "--work-dir can extract one conversation each on two cores")
     parser.add_argument("--questions", type=int, default=100, help="qa: the seeded subset's size")
     parser.add_argument("--seed", type=int, default=14)
     parser.add_argument("--settings", nargs="+", choices=["tail", "memory"], default=["tail", "memory"])
     parser.add_argument("--k", type=int, default=6, help="qa: memories recalled (the chat's recall_k default is 6)")
     parser.add_argument("--tail-tokens", type=int, default=None, help="qa: default 8192 (1024 with --quick)")
     parser.add_argument("--max-new-tokens", type=int, default=32)
-    parser.add_argument("--sessions", type=int, default=3, help="extraction: the first N sessions of each conversation")
+    parser.add_argument("--sessions", type=int, default=3,
+                        help="extraction: the first N sessions of each conversation (0: all of them)")
     parser.add_argument("--turns-cap", type=int, default=0, help="extraction: at most N turns per conversation")
     parser.add_argument("--quick", action="store_true",
                         help="smoke run: qa 2 questions a conversation; extraction 3 turns a conversation")
@@ -475,6 +490,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.work_dir = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-memory-real-"))
     args.work_dir.mkdir(parents=True, exist_ok=True)
     args.samples = load(args.data)[: args.conversations]
+    if args.conversation:
+        unknown = set(args.conversation) - {s["sample_id"] for s in args.samples}
+        if unknown:
+            parser.error(f"--conversation {', '.join(sorted(unknown))} is not among the first {args.conversations}")
+        args.samples = [s for s in args.samples if s["sample_id"] in args.conversation]
     print(f"records in {args.work_dir}", file=sys.stderr, flush=True)
     started = time.perf_counter()
     report = run_qa(args, args.samples) if args.part == "qa" else run_extraction(args, args.samples)

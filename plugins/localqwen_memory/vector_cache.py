@@ -10,6 +10,7 @@ always encoded live (``encode_query`` passes through, and is what the latency in
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +68,8 @@ class CachedEmbedder:
             return
         self.file.parent.mkdir(parents=True, exist_ok=True)
         keys = sorted(self._vectors)
-        partial = self.file.with_suffix(".partial.npz")
+        # A partial file of its own per process: two runs sharing the cache may save at once.
+        partial = self.file.with_suffix(f".{os.getpid()}.partial.npz")
         np.savez(partial, keys=np.array(keys), vectors=np.stack([self._vectors[key] for key in keys]))
         partial.replace(self.file)
         self._dirty = False

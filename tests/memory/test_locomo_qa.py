@@ -99,3 +99,49 @@ def test_the_bench_report_splits_categories_prompt_sizes_and_the_prefix_question
     assert tail["seconds_first_question_per_conversation"] == [300.0] and tail["seconds_mean_after_first"] == 11.0
     assert report["settings"]["memory"]["prompt_tokens_p95"] == 500 and report["answered_in_every_setting"] == 3
     assert report["question_ids"] == ["a:q0", "a:q1", "a:q2"]
+
+
+def test_extracted_facts_join_the_qa_store_named_deduplicated_and_superseded(tmp_path):
+    """The real-model QA puts the extraction records' facts beside the raw turns through the
+    plugin's own ``remember`` on a real SQLite store: "the user" becomes the turn's speaker, a
+    repeated fact is not added twice, a contradiction supersedes the older value."""
+    from bench_scripts import bench_script
+    from localqwen_memory.store import MemoryStore
+
+    from localqwen.storage.database import Database
+
+    bench = bench_script("bench_memory_real")
+    store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
+    record = lambda index, speaker, text, attribute=None, value=None: {  # noqa: E731
+        "conversation_id": "conv-1", "session": 1, "message_index": index, "speaker": speaker, "at": 1.7e9,
+        "facts": [{"fact": text, "subject": "user", "attribute": attribute, "value": value}]}
+    records = [record(0, "Ann", "The user lives in Paris.", "home city", "Paris"),
+               record(1, "Bo", "The user lives in Rome.", "home city", "Rome"),  # another person: no conflict
+               record(2, "Bo", "The user has a dog called Rex."),
+               record(3, "Bo", "The user has a dog called Rex."),
+               record(4, "Ann", "The user moved to Berlin.", "home city", "Berlin"),
+               {**record(5, "Cy", "Not this conversation."), "conversation_id": "conv-2"}]
+    assert bench.add_extracted_facts(store, records, {"sample_id": "conv-1"}) == 4
+    active = {m.text: m for m in store.list("conv-1")}
+    assert set(active) == {"Bo lives in Rome.", "Bo has a dog called Rex.", "Ann moved to Berlin."}
+    assert active["Ann moved to Berlin."].subject == "ann" and active["Ann moved to Berlin."].source_message == 4
+
+
+def test_the_bench_extracts_chosen_conversations_and_names_an_unknown_one(tmp_path, capsys):
+    """``--conversation`` picks conversations by id (two processes, one each), ``--sessions 0`` means
+    all of them; an id not among the first ``--conversations`` is refused by name. ``--report-only``:
+    no model is loaded."""
+    from bench_scripts import bench_script
+    from localqwen_memory.locomo_eval import default_data, load, turns_of
+
+    if not default_data().is_file():
+        pytest.skip(f"LoCoMo data absent: {default_data()}")
+    bench = bench_script("bench_memory_real")
+    second = load(default_data())[1]
+    report = bench.main(["--part", "extraction", "--conversation", second["sample_id"], "--sessions", "0",
+                         "--work-dir", str(tmp_path), "--report-only"])
+    assert report["conversations"] == [second["sample_id"]] and report["sessions_per_conversation"] == "all"
+    assert report["turns_planned"] == len(turns_of(second)) and report["turns_done"] == 0
+    with pytest.raises(SystemExit):
+        bench.main(["--part", "extraction", "--conversation", "conv-nope", "--report-only", "--work-dir", str(tmp_path)])
+    assert "--conversation conv-nope is not among the first 2" in capsys.readouterr().err
