@@ -24,8 +24,8 @@ token F1 (``localqwen_memory.locomo_qa``, unstemmed), per category, with the mea
 prompt sizes in tokens and the seconds per question.
 
 ``--part extraction``: the plugin's own ``Extractor`` (the real prompts, the retry and raw
-fallback paths, a real ``MemoryStore`` kept in --work-dir) over the turns of the first
-``--sessions`` sessions of each conversation (session 1 of both first, then 2...), each turn given as the user's message with its
+fallback paths, a real ``MemoryStore`` per conversation kept in --work-dir) over the turns of the
+first ``--sessions`` sessions (0: all) of each conversation (session 1 of both first, then 2...), each turn given as the user's message with its
 speaker ("Caroline: ...") and its session's date, and the other speaker's next turn as the
 assistant's answer (``reply_to``). Coverage = share of LoCoMo's annotated
 observations of those sessions (of the turns done, when ``--turns-cap`` stops earlier) that some
@@ -40,8 +40,11 @@ rerun (stop them at any time; ``--report-only`` summarises without the model).
     python bench/bench_memory_real.py --part qa --quick                       # 2 questions a conversation
     OMP_NUM_THREADS=1 python bench/bench_memory_real.py --part qa --work-dir /work/memory_real \
         --json /work/memory_real/qa.json                                       # the 100 questions
-    OMP_NUM_THREADS=1 python bench/bench_memory_real.py --part extraction --sessions 3 \
-        --work-dir /work/memory_real --json /work/memory_real/extraction.json
+    OMP_NUM_THREADS=1 python bench/bench_memory_real.py --part extraction --sessions 0 \
+        --conversation conv-26 --work-dir /work/memory_real &               # one process per conversation,
+    OMP_NUM_THREADS=1 python bench/bench_memory_real.py --part extraction --sessions 0 \
+        --conversation conv-30 --work-dir /work/memory_real                 # the same folder
+    python bench/bench_memory_real.py --part extraction --sessions 0 --work-dir /work/memory_real --report-only
     python bench/bench_memory_real.py --part qa --work-dir /work/memory_real --report-only
 """
 
@@ -177,7 +180,7 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
         load, cached = embedder_loader()
         database = Database(Path(folder.name) / "memory.sqlite3")
         store = MemoryStore(database, Path(folder.name) / "vectors", embedder=load)
-        extracted = read_jsonl(args.work_dir / "extraction.jsonl")
+        extracted = extraction_records(args.work_dir)
         started, answered = time.perf_counter(), 0
         try:
             for number, sample in enumerate(samples):
@@ -234,7 +237,7 @@ def add_extracted_facts(store, extracted: list[dict[str, Any]], sample: dict[str
     their order through the plugin's ``remember`` (duplicates skipped, contradictions superseded,
     as the extraction store did). The extractor calls the one talking "the user" (in the chat
     there is one); here both speakers are, so each fact names its turn's speaker, as the coverage
-    report compares them. Returns the facts now active."""
+    report compares them. Returns how many it added (new or superseding)."""
     from localqwen_memory.updates import remember
 
     added = 0
@@ -309,8 +312,7 @@ def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], ar
 def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     from localqwen_memory.locomo_eval import session_time, turns_of
 
-    records_file = args.work_dir / "extraction.jsonl"
-    records = read_jsonl(records_file)
+    records = extraction_records(args.work_dir)
     done = {(r["conversation_id"], r["turn"]) for r in records}
     plan: list[tuple[dict, int, dict]] = []
     for sample in samples:
@@ -333,9 +335,16 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
         torch.set_num_threads(args.threads)
         engine = open_engine(args, n_ctx=4096)
         load, cached = embedder_loader()
-        database = Database(args.work_dir / "extraction-store" / "memory.sqlite3")
-        store = MemoryStore(database, args.work_dir / "extraction-store" / "vectors", embedder=load)
-        extractor = Extractor(store, Prompts.load(None), engine)  # the plugin's default 256-token replies
+        databases: list[Database] = []
+
+        def extractor_for(sample_id: str) -> Extractor:  # each conversation its own store (see extraction_records)
+            folder = args.work_dir / "extraction-store" / sample_id
+            databases.append(Database(folder / "memory.sqlite3"))
+            store = MemoryStore(databases[-1], folder / "vectors", embedder=load)
+            return Extractor(store, Prompts.load(None), engine)  # the plugin's default 256-token replies
+
+        extractors = {s["sample_id"]: extractor_for(s["sample_id"]) for s in samples}
+        (args.work_dir / "extraction").mkdir(parents=True, exist_ok=True)
         turns_by_sample = {s["sample_id"]: turns_of(s) for s in samples}
         started = time.perf_counter()
         try:
@@ -343,7 +352,7 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
                 at = session_time(turn["date"]) or time.time()
                 begun = time.perf_counter()
                 reply = reply_to(turns_by_sample[sample["sample_id"]], index)
-                outcome = extractor.extract(Turn(user=f"{turn['speaker']}: {turn['text']}", assistant=reply,
+                outcome = extractors[sample["sample_id"]].extract(Turn(user=f"{turn['speaker']}: {turn['text']}", assistant=reply,
                                                  session_id=turn["session"], message_index=index, at=at),
                                             persona=sample["sample_id"])
                 seconds = time.perf_counter() - begun
@@ -353,16 +362,28 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
                 record = {"conversation_id": sample["sample_id"], "turn": turn["id"], "session": turn["session"],
                           "message_index": index, "speaker": turn["speaker"], "at": at, "path": outcome.path,
                           "failures": outcome.failures, "facts": facts, "seconds": round(seconds, 2)}
-                append_jsonl(records_file, record)
+                append_jsonl(records_path(args.work_dir, sample["sample_id"]), record)
                 records.append(record)
                 print(f"{number}/{len(todo)} {sample['sample_id']} {turn['id']} {outcome.path} {len(facts)} fact(s) "
                       f"{seconds:.1f} s | ETA {eta(number, len(todo), started)}", file=sys.stderr, flush=True)
         finally:
             for cache in cached:
                 cache.save()
-            database.close()
+            for database in databases:
+                database.close()
             engine.close()
     return extraction_report(records, plan, samples, args)
+
+
+def records_path(work_dir: Path, sample_id: str) -> Path:
+    """One records file (and one store) per conversation: two processes, each given one
+    conversation (``--conversation``) and the same --work-dir, never write the same file, and
+    the report and the QA read them all."""
+    return work_dir / "extraction" / f"{sample_id}.jsonl"
+
+
+def extraction_records(work_dir: Path) -> list[dict[str, Any]]:
+    return [record for path in sorted((work_dir / "extraction").glob("*.jsonl")) for record in read_jsonl(path)]
 
 
 def in_sessions(session: int, args) -> bool:
@@ -467,7 +488,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--conversations", type=int, default=2, help="the first N LoCoMo conversations")
     parser.add_argument("--conversation", action="append", metavar="SAMPLE_ID",
-                        help="only these conversations (e.g. conv-30; repeatable), so two processes with their own "
+                        help="only these conversations (e.g. conv-30; repeatable), so two processes with the same "
                              "--work-dir can extract one conversation each on two cores")
     parser.add_argument("--questions", type=int, default=100, help="qa: the seeded subset's size")
     parser.add_argument("--seed", type=int, default=14)

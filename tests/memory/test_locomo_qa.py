@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from localqwen_memory.locomo_eval import session_time
 from localqwen_memory.locomo_qa import (
@@ -128,9 +130,10 @@ def test_extracted_facts_join_the_qa_store_named_deduplicated_and_superseded(tmp
 
 
 def test_the_bench_extracts_chosen_conversations_and_names_an_unknown_one(tmp_path, capsys):
-    """``--conversation`` picks conversations by id (two processes, one each), ``--sessions 0`` means
-    all of them; an id not among the first ``--conversations`` is refused by name. ``--report-only``:
-    no model is loaded."""
+    """``--conversation`` picks conversations by id (two processes, one each, in one --work-dir: each
+    conversation's records are a file of their own, and the report reads them all), ``--sessions 0``
+    means all of them; an id not among the first ``--conversations`` is refused by name.
+    ``--report-only``: no model is loaded."""
     from bench_scripts import bench_script
     from localqwen_memory.locomo_eval import default_data, load, turns_of
 
@@ -142,6 +145,15 @@ def test_the_bench_extracts_chosen_conversations_and_names_an_unknown_one(tmp_pa
                          "--work-dir", str(tmp_path), "--report-only"])
     assert report["conversations"] == [second["sample_id"]] and report["sessions_per_conversation"] == "all"
     assert report["turns_planned"] == len(turns_of(second)) and report["turns_done"] == 0
+    first_turn = turns_of(second)[0]
+    record = {"conversation_id": second["sample_id"], "turn": first_turn["id"], "session": 1, "message_index": 0,
+              "speaker": first_turn["speaker"], "at": 0.0, "path": "raw", "failures": ["no JSON"], "facts": [],
+              "seconds": 1.0}
+    (tmp_path / "extraction").mkdir()
+    (tmp_path / "extraction" / f"{second['sample_id']}.jsonl").write_text(json.dumps(record) + "\n", "utf-8")
+    (tmp_path / "extraction" / "conv-other.jsonl").write_text("", "utf-8")  # the other process's file
+    report = bench.main(["--part", "extraction", "--sessions", "0", "--work-dir", str(tmp_path), "--report-only"])
+    assert report["turns_done"] == 1 and report["paths"]["raw"] == 1 and report["turns_with_parse_failure"] == 1
     with pytest.raises(SystemExit):
         bench.main(["--part", "extraction", "--conversation", "conv-nope", "--report-only", "--work-dir", str(tmp_path)])
     assert "--conversation conv-nope is not among the first 2" in capsys.readouterr().err
