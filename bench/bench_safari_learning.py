@@ -64,6 +64,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--teacher", default="expert", choices=["expert", "sweeper"],
                         help="whose turns it learns from and agreement is measured against: the expert (plans "
                              "where to explore from all it has seen) or the sweeper (every decision rests on one turn)")
+    parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
+                        help="the tiny model's image patches merged per token, each way (2: 25 tokens; 1: one per cell)")
     parser.add_argument("--oversample", type=int, default=1,
                         help="training rows hold each turn with the target in sight or in reach this many times")
     parser.add_argument("--grounding", type=int, default=0,
@@ -342,7 +344,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if tiny:
             from localqwen_safari.learning import build_tiny_model, count_parameters
 
-            base = build_tiny_model(work / "base", teacher=args.teacher)
+            base = build_tiny_model(work / "base", teacher=args.teacher, merge=args.merge)
             parameters = report["parameters"] = count_parameters(base)
             print(f"tiny Qwen3-VL: {parameters:,} parameters (embeddings included) in "
                   f"{time.monotonic() - started:.0f} s", flush=True)

@@ -128,6 +128,9 @@ def main() -> None:
     parser.add_argument("--warmup-episodes", type=int, default=500)
     parser.add_argument("--train-views", type=int, default=6000)
     parser.add_argument("--test-views", type=int, default=400)
+    parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
+                        help="image patches merged per token, each way (2: 25 tokens of 2x2 cells; 1: one per cell)")
+    parser.add_argument("--skip-scratch", action="store_true", help="only the warm-up arm (the recipe)")
     parser.add_argument("--json", type=Path, default=Path("/tmp/safari_vision.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
@@ -144,10 +147,11 @@ def main() -> None:
     report: dict[str, Any] = {"args": {k: str(v) for k, v in vars(args).items()},
                               "commonest_reply_share": max(counts.values()) / len(test)}
     with tempfile.TemporaryDirectory(prefix="safari_vision_") as folder:
-        base = build_tiny_model(Path(folder) / "base")
-        print(f"scratch: {args.steps} steps, everything trains", flush=True)
-        report["scratch"] = train_and_score(base, train, test, steps=args.steps, batch_size=args.batch_size,
-                                            learning_rate=args.learning_rate, freeze_vision=False, seed=0)
+        base = build_tiny_model(Path(folder) / "base", merge=args.merge)
+        if not args.skip_scratch:
+            print(f"scratch: {args.steps} steps, everything trains", flush=True)
+            report["scratch"] = train_and_score(base, train, test, steps=args.steps, batch_size=args.batch_size,
+                                                learning_rate=args.learning_rate, freeze_vision=False, seed=0)
         warm = warm_up_vision(base, Path(folder) / "warm", episodes=args.warmup_episodes, steps=args.warmup_steps)
         print(f"warm-up: {warm.steps} steps in {warm.seconds:.0f} s, held-out cells {warm.cell_accuracy:.3f}, "
               f"animal cells {warm.animal_recall:.3f}; then {args.steps} steps, vision frozen", flush=True)
@@ -156,7 +160,12 @@ def main() -> None:
         report["warm-up"] = train_and_score(warm.model, train, test, steps=args.steps, batch_size=args.batch_size,
                                             learning_rate=args.learning_rate, freeze_vision=True, seed=0)
     for arm in ("scratch", "warm-up"):
-        print(f"{arm:8s} " + "  ".join(f"{key} {report[arm][key]:.3f}" for key in ("exact", *FIELDS)))
+        if arm in report:
+            print(f"{arm:8s} " + "  ".join(f"{key} {report[arm][key]:.3f}" for key in ("exact", *FIELDS)))
+    if args.skip_scratch:
+        args.json.write_text(json.dumps(report, indent=2))
+        print(f"wrote {args.json}")
+        return
     scratch = report["scratch"]["exact"]
     report["ratio_exact"] = report["warm-up"]["exact"] / scratch if scratch else None
     print(f"exact replies, warm-up / scratch: {report['warm-up']['exact']:.3f} / {scratch:.3f}"

@@ -40,10 +40,11 @@ def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
 
 
 def build_tiny_model(out: Path, *, hidden: int = 96, layers: int = 3, vision_depth: int = 2,
-                     corpus_episodes: int = 60, seed: int = 0, teacher: str = "expert") -> Path:
+                     corpus_episodes: int = 60, seed: int = 0, teacher: str = "expert", merge: int = 2) -> Path:
     """A random-weight Qwen3-VL from a config with a safari-trained tokenizer. ``image_size`` 160:
-    the 160x160 view is never resized, so each 16 px patch is one cell (2x2 patches merge into one
-    of the 25 image tokens). ``teacher``: whose turns the tokenizer's corpus holds (the one it will learn from)."""
+    the 160x160 view is never resized, so each 16 px patch is one cell; ``merge`` patches each way
+    make one image token (2: Qwen3-VL's own 2x2, 25 tokens; 1: a token per cell, 100 tokens).
+    ``teacher``: whose turns the tokenizer's corpus holds (the one it will learn from)."""
     from localqwen.testing.tiny_models import build_tiny_qwen3_vl
 
     heads = max(1, hidden // 32)
@@ -57,7 +58,8 @@ def build_tiny_model(out: Path, *, hidden: int = 96, layers: int = 3, vision_dep
         image_size=160, seed=seed,
         rope_parameters={"rope_type": "default", "rope_theta": 10_000.0,
                          "mrope_section": [half_rotary - 2 * third, third, third], "mrope_interleaved": True},
-        vision_config={"depth": vision_depth, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2})
+        vision_config={"depth": vision_depth, "hidden_size": 64, "intermediate_size": 128, "num_heads": 2,
+                       "spatial_merge_size": merge})
 
 
 def count_parameters(path: Path) -> int:

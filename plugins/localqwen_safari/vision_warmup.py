@@ -5,8 +5,8 @@ does not play"): the decoder ignores image tokens that carry nothing useful yet,
 tower gets almost no gradient, and the pair stays stuck at "no animals" (measured: 68% of views,
 a reply that names the species in view, never right beyond that in 900 steps). Real VLMs start from
 a pretrained vision encoder; ours has none, so it gets a short dense stage of its own: every one of
-the 25 merged image tokens predicts what is on its 2x2 cells (land, water, rock, outside, or one
-of the four species), labels read from the world the view was rendered from. With this stage the
+the image tokens predicts what is on its cells (land, water, rock, outside, or one of the four
+species; one cell per token, or 2x2 where the model merges patches), labels read from the world the view was rendered from. With this stage the
 same decoder-only training learns to name the species in view (90% after 900 steps).
 
 The per-token head is thrown away afterwards; the model folder written is an ordinary Qwen3-VL.
@@ -26,8 +26,6 @@ from localqwen_safari.missions import KINDS, mission_for_seed
 from localqwen_safari.world import LAND, ROCK, SPECIES, WATER
 
 CLASSES = ("outside", LAND, WATER, ROCK, *SPECIES)
-MERGE = 2  # 2x2 cells (patches) per image token
-TOKENS = (VIEW // MERGE) ** 2
 ANIMAL_WEIGHT = 10.0  # animals cover ~1% of cells: without this the head learns the ground only
 
 
@@ -81,12 +79,12 @@ def collect_views(episodes: int, seed_start: int, *, limit: int) -> list[tuple[b
     return views
 
 
-def token_labels(classes: list[int]) -> list[list[int]]:
-    """Per merged token (5x5, row by row), the classes of its 2x2 cells in the merger's order."""
+def token_labels(classes: list[int], merge: int) -> list[list[int]]:
+    """Per image token (row by row), the classes of its ``merge`` x ``merge`` cells in the merger's order."""
     tokens = []
-    for tr in range(VIEW // MERGE):
-        for tc in range(VIEW // MERGE):
-            tokens.append([classes[(tr * MERGE + dr) * VIEW + tc * MERGE + dc] for dr in range(MERGE) for dc in range(MERGE)])
+    for tr in range(VIEW // merge):
+        for tc in range(VIEW // merge):
+            tokens.append([classes[(tr * merge + dr) * VIEW + tc * merge + dc] for dr in range(merge) for dc in range(merge)])
     return tokens
 
 
@@ -115,8 +113,10 @@ def warm_up_vision(model_dir: Path, out: Path, *, episodes: int, steps: int = 60
     model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=torch.float32)
     visual = model.model.visual
     width = model.config.vision_config.out_hidden_size
-    head = torch.nn.Linear(width, MERGE * MERGE * len(CLASSES))
-    place_head = torch.nn.Linear(width, TOKENS)
+    merge = model.config.vision_config.spatial_merge_size  # cells per image token, each way
+    tokens_per_view = (VIEW // merge) ** 2
+    head = torch.nn.Linear(width, merge * merge * len(CLASSES))
+    place_head = torch.nn.Linear(width, tokens_per_view)
     weights = torch.ones(len(CLASSES))
     for species in SPECIES:
         weights[CLASSES.index(species)] = ANIMAL_WEIGHT
@@ -132,8 +132,8 @@ def warm_up_vision(model_dir: Path, out: Path, *, episodes: int, steps: int = 60
         encoded = processor.image_processor(images=images, return_tensors="pt")
         tokens = visual(encoded["pixel_values"], grid_thw=encoded["image_grid_thw"]).pooler_output
         logits = head(tokens).reshape(-1, len(CLASSES))
-        targets = torch.tensor([label for _, classes in rows for token in token_labels(classes) for label in token])
-        place_loss = torch.nn.functional.cross_entropy(place_head(tokens), torch.arange(TOKENS).repeat(len(rows)))
+        targets = torch.tensor([label for _, classes in rows for token in token_labels(classes, merge) for label in token])
+        place_loss = torch.nn.functional.cross_entropy(place_head(tokens), torch.arange(tokens_per_view).repeat(len(rows)))
         return logits, targets, place_loss
 
     visual.train()

@@ -11,7 +11,7 @@ from localqwen_safari.episode import VIEW, Episode
 from localqwen_safari.missions import mission_for_seed
 from localqwen_safari.policies import expert
 from localqwen_safari.render import CELL_PX, COLOURS, render_view
-from localqwen_safari.vision_warmup import CLASSES, TOKENS, cell_classes, collect_views, token_labels
+from localqwen_safari.vision_warmup import CLASSES, cell_classes, collect_views, token_labels
 
 
 @pytest.fixture(scope="module")
@@ -20,6 +20,15 @@ def tiny_safari_model(tmp_path_factory):
 
     return build_tiny_model(tmp_path_factory.mktemp("safari-vl") / "base", hidden=64, layers=2, vision_depth=1,
                             corpus_episodes=10)
+
+
+@pytest.fixture(scope="module")
+def tiny_safari_model_per_cell(tmp_path_factory):
+    """The same with one image token per cell (no 2x2 merge)."""
+    from localqwen_safari.learning import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("safari-vl-1") / "base", hidden=64, layers=2, vision_depth=1,
+                            corpus_episodes=10, merge=1)
 
 
 def cell_centre_colours(view: bytes) -> list[tuple[int, int, int]]:
@@ -46,23 +55,27 @@ def test_cell_classes_are_what_the_view_shows():
     assert animals_seen > 0  # the check covered animal cells, not only ground
 
 
-def test_token_labels_follow_the_processors_patch_order(tiny_safari_model):
-    """Each image token is 4 consecutive patch rows of pixel_values (the merger concatenates them);
-    those patches must be the token's cells in token_labels' order."""
+@pytest.mark.parametrize("model", ["tiny_safari_model", "tiny_safari_model_per_cell"])
+def test_token_labels_follow_the_processors_patch_order(model, request):
+    """Each image token is merge x merge consecutive patch rows of pixel_values (the merger
+    concatenates them); those patches must be the token's cells in token_labels' order."""
     import numpy as np
     from PIL import Image
     from transformers import AutoProcessor
 
-    processor = AutoProcessor.from_pretrained(tiny_safari_model)
+    processor = AutoProcessor.from_pretrained(request.getfixturevalue(model))
     episode = Episode.start(mission_for_seed("find-one", 1003))
     view = render_view(episode)
     encoded = processor.image_processor(images=[Image.open(io.BytesIO(view)).convert("RGB")], return_tensors="pt")
     assert encoded["image_grid_thw"].tolist() == [[1, VIEW, VIEW]]  # never resized: a patch is a cell
-    patches = encoded["pixel_values"].numpy().reshape(TOKENS * 4, 3, 2, CELL_PX, CELL_PX)
+    merge = processor.image_processor.merge_size
+    patches = encoded["pixel_values"].numpy().reshape(VIEW * VIEW, 3, 2, CELL_PX, CELL_PX)
     centres = ((patches[:, :, 0, CELL_PX // 2, CELL_PX // 2] * 0.5 + 0.5) * 255).round().astype(int)
-    colours = [tuple(np.array(COLOURS[CLASSES[label]])) for token in token_labels(cell_classes(episode))
+    colours = [tuple(np.array(COLOURS[CLASSES[label]])) for token in token_labels(cell_classes(episode), merge)
                for label in token]
-    agent = {(2 * 5 + 2) * 4 + 0}  # token (2, 2), its first cell: view cell (4, 4), the agent
+    # the agent stands on view cell (4, 4): its token, then its place among that token's cells
+    token = (4 // merge) * (VIEW // merge) + 4 // merge
+    agent = {token * merge * merge + (4 % merge) * merge + 4 % merge}
     for row, (centre, colour) in enumerate(zip(centres, colours, strict=True)):
         if row not in agent:
             assert tuple(centre) == colour, row
@@ -76,10 +89,13 @@ def test_collect_views_keeps_each_view_with_its_own_labels():
         assert all(colours[i] == COLOURS[CLASSES[label]] for i, label in enumerate(classes) if i != 4 * VIEW + 4)
 
 
-def test_a_short_warmup_teaches_the_tower_to_read_cells(tiny_safari_model, tmp_path):
+@pytest.mark.parametrize("model", ["tiny_safari_model", "tiny_safari_model_per_cell"])
+def test_a_short_warmup_teaches_the_tower_to_read_cells(model, request, tmp_path):
     import torch
     from localqwen_safari.vision_warmup import warm_up_vision
     from safetensors.torch import load_file
+
+    tiny_safari_model = request.getfixturevalue(model)
 
     steps = []
     result = warm_up_vision(tiny_safari_model, tmp_path / "warm", episodes=30, steps=200, max_views=1500,
