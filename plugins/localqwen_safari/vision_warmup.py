@@ -6,8 +6,9 @@ tower gets almost no gradient, and the pair stays stuck at "no animals" (measure
 a reply that names the species in view, never right beyond that in 900 steps). Real VLMs start from
 a pretrained vision encoder; ours has none, so it gets a short dense stage of its own: every one of
 the image tokens predicts what is on its cells (land, water, rock, outside, or one of the four
-species; one cell per token, or 2x2 where the model merges patches), labels read from the world the view was rendered from. With this stage the
-same decoder-only training learns to name the species in view (90% after 900 steps).
+species; one cell per token, or 2x2 where the model merges patches), labels read from the world
+the view was rendered from. With this stage the same decoder-only training learns to name the
+species in view (90% after 900 steps).
 
 The per-token head is thrown away afterwards; the model folder written is an ordinary Qwen3-VL.
 """
