@@ -352,9 +352,9 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
                 at = session_time(turn["date"]) or time.time()
                 begun = time.perf_counter()
                 reply = reply_to(turns_by_sample[sample["sample_id"]], index)
-                outcome = extractors[sample["sample_id"]].extract(Turn(user=f"{turn['speaker']}: {turn['text']}", assistant=reply,
-                                                 session_id=turn["session"], message_index=index, at=at),
-                                            persona=sample["sample_id"])
+                said = Turn(user=f"{turn['speaker']}: {turn['text']}", assistant=reply, session_id=turn["session"],
+                            message_index=index, at=at)
+                outcome = extractors[sample["sample_id"]].extract(said, persona=sample["sample_id"])
                 seconds = time.perf_counter() - begun
                 facts = [{"fact": d.memory.fact or d.memory.text, "subject": d.memory.subject,
                           "attribute": d.memory.attribute, "value": d.memory.value, "action": d.action}
@@ -383,7 +383,10 @@ def records_path(work_dir: Path, sample_id: str) -> Path:
 
 
 def extraction_records(work_dir: Path) -> list[dict[str, Any]]:
-    return [record for path in sorted((work_dir / "extraction").glob("*.jsonl")) for record in read_jsonl(path)]
+    """Every conversation's records in ``work_dir``, and those of a work dir from before the split
+    (one ``extraction.jsonl`` for all conversations), so a rerun there resumes instead of starting over."""
+    paths = [work_dir / "extraction.jsonl", *sorted((work_dir / "extraction").glob("*.jsonl"))]
+    return [record for path in paths if path.is_file() for record in read_jsonl(path)]
 
 
 def in_sessions(session: int, args) -> bool:

@@ -162,15 +162,12 @@ def main() -> None:
     for arm in ("scratch", "warm-up"):
         if arm in report:
             print(f"{arm:8s} " + "  ".join(f"{key} {report[arm][key]:.3f}" for key in ("exact", *FIELDS)))
-    if args.skip_scratch:
-        args.json.write_text(json.dumps(report, indent=2))
-        print(f"wrote {args.json}")
-        return
-    scratch = report["scratch"]["exact"]
-    report["ratio_exact"] = report["warm-up"]["exact"] / scratch if scratch else None
-    print(f"exact replies, warm-up / scratch: {report['warm-up']['exact']:.3f} / {scratch:.3f}"
-          + (f" = {report['ratio_exact']:.1f}x" if report["ratio_exact"] else " (scratch never right)")
-          + f"; always the commonest reply: {report['commonest_reply_share']:.3f}")
+    if "scratch" in report:
+        scratch = report["scratch"]["exact"]
+        report["ratio_exact"] = report["warm-up"]["exact"] / scratch if scratch else None
+        print(f"exact replies, warm-up / scratch: {report['warm-up']['exact']:.3f} / {scratch:.3f}"
+              + (f" = {report['ratio_exact']:.1f}x" if report["ratio_exact"] else " (scratch never right)")
+              + f"; always the commonest reply: {report['commonest_reply_share']:.3f}")
     args.json.write_text(json.dumps(report, indent=2))
     print(f"wrote {args.json}")
 

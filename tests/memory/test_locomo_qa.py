@@ -154,6 +154,12 @@ def test_the_bench_extracts_chosen_conversations_and_names_an_unknown_one(tmp_pa
     (tmp_path / "extraction" / "conv-other.jsonl").write_text("", "utf-8")  # the other process's file
     report = bench.main(["--part", "extraction", "--sessions", "0", "--work-dir", str(tmp_path), "--report-only"])
     assert report["turns_done"] == 1 and report["paths"]["raw"] == 1 and report["turns_with_parse_failure"] == 1
+    # a work dir from before the per-conversation files: its one records file still counts (resumes)
+    second_turn = turns_of(second)[1]
+    (tmp_path / "extraction.jsonl").write_text(json.dumps({**record, "turn": second_turn["id"], "message_index": 1,
+                                                           "path": "json", "failures": []}) + "\n", "utf-8")
+    report = bench.main(["--part", "extraction", "--sessions", "0", "--work-dir", str(tmp_path), "--report-only"])
+    assert report["turns_done"] == 2 and report["paths"]["json"] == 1
     with pytest.raises(SystemExit):
         bench.main(["--part", "extraction", "--conversation", "conv-nope", "--report-only", "--work-dir", str(tmp_path)])
     assert "--conversation conv-nope is not among the first 2" in capsys.readouterr().err
