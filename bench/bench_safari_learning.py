@@ -73,6 +73,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--grounding-warmup-steps", type=int, default=0,
                         help="steps on the question rows alone (two per turn) after the vision warm-up, before "
                              "the replies (learning.train_on_expert); within --train-minutes")
+    parser.add_argument("--look", action="store_true",
+                        help="the model looks before it replies: asked where each target is, its answers end the "
+                             "reply's context (look.py); trained on both questions' rows")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -111,6 +114,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     tiny = args.model == "tiny"
     if tiny and (args.lora or args.qlora):
         parser.error("--lora / --qlora adapt a pretrained Qwen3-VL: give --model (the tiny one trains from scratch)")
+    if args.look and args.dagger_rounds:
+        parser.error("--look and --dagger-rounds do not go together yet (DAgger's rows carry no look line)")
     if not tiny and not (args.lora or args.qlora):
         parser.error("a pretrained --model is adapted with --lora or --qlora (full fine-tuning is for the tiny one)")
     args.episodes = args.episodes or (40 if args.quick else 200)
@@ -154,7 +159,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
     run = train_on_expert(model, work / "run", episodes=args.episodes, epochs=args.epochs, batch_size=args.batch_size,
                           oversample=args.oversample, grounding=args.grounding,
                           grounding_warmup_steps=args.grounding_warmup_steps, teacher=args.teacher,
-                          learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
+                          look=args.look, learning_rate=args.learning_rate, max_steps=args.max_steps, minutes=args.train_minutes,
                           prompt=prompt, method="full" if tiny else "qlora" if args.qlora else "lora",
                           method_options=None if tiny else {"r": 16, "alpha": 32, "include_mlp": True},
                           max_length=400 if tiny else 2048, lr_scheduler=args.lr_scheduler,
@@ -242,7 +247,7 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
         missions = [mission_for_seed(kind, seed) for seed in range(EVAL_SEED_START, EVAL_SEED_START + seeds)]
         policy = ModelPolicy(engine, views, settings=settings, prompt=prompt, keep_replies=False,
                              blank_image=ablation.get("blank_image", False),
-                             hide_notepad=ablation.get("hide_notepad", False))
+                             hide_notepad=ablation.get("hide_notepad", False), look=args.look)
         games.append(evaluate_lockstep(policy, missions, tally, batch_size=args.eval_batch, teacher=teacher))
     # One batch of each run in turn, so a time limit leaves every run with some finished episodes.
     live = list(range(len(plan)))
@@ -360,11 +365,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from localqwen_safari.dataset import generate
         from localqwen_safari.learning import move_accuracy
 
-        held = work / f"held-out-rows-{args.teacher}"
+        held = work / f"held-out-rows-{args.teacher}{'-look' if args.look else ''}"
         if not (held / "conversations.jsonl").exists():
             for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt,
-                              teacher=args.teacher):
+                              teacher=args.teacher, look=args.look):
                 pass
+        if args.look:
+            from localqwen_safari.learning import look_accuracy
+
+            report["look_accuracy"] = look_accuracy(trained, held)
+            print("its looks on held-out views (exact answers): " + ", ".join(
+                f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
+                for key, value in report["look_accuracy"].items()), flush=True)
         report["teacher_forced"] = asdict(move_accuracy(trained, held, limit=1500))
         print(f"teacher-forced on held-out {args.teacher} rows: " + ", ".join(
             f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
@@ -376,7 +388,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         report["decisions_on_expert_states"] = decisions_on_expert_states(
             trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens,
-            teacher=args.teacher)
+            teacher=args.teacher, look=args.look)
         print(f"its own replies on held-out {args.teacher} states (agreement with the {args.teacher}; noticed: the Thought "
               "begins with the target):", flush=True)
         for situation, scores in report["decisions_on_expert_states"].items():

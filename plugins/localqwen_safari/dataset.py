@@ -18,9 +18,10 @@ from typing import IO, Any
 
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
+from localqwen_safari.look import look_line, look_row, sighting, with_look
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import Decision, get_teacher, offset_text
+from localqwen_safari.policies import Decision, get_teacher
 from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, system_prompt
 from localqwen_safari.world import SPECIES, Cell
 
@@ -37,7 +38,8 @@ TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
 
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
              seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
-             grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert") -> Iterator[Any]:
+             grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert",
+             look: bool = False) -> Iterator[Any]:
     """Write ``episodes`` episodes of the ``teacher`` (``expert``, or ``sweeper``: policies.py);
     yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
@@ -50,7 +52,11 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     and 3 cols right." or "No lion in view.", species in view and not asked in turn), the first
     sentence of a reply that goes for the target, taught as a task of its own. ``grounding_apart``:
     those rows go to ``grounding.jsonl`` instead, for a stage of their own before the replies
-    (``learning.train_on_expert``'s ``grounding_warmup_steps``)."""
+    (``learning.train_on_expert``'s ``grounding_warmup_steps``). ``look``: rows for a model that
+    looks before it replies (look.py): each reply's context ends with the look line a perfect look
+    gives, and after it come the look's own rows, one per target not yet found and one about
+    another species in view (the look must bind the asked species to its cells, and targets are
+    in view on one turn in six)."""
     system_prompt(prompt)  # an unknown profile or teacher fails here, before any file is written
     policy = get_teacher(teacher)
     if episodes < 1:
@@ -79,11 +85,20 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 assert turn.view is not None
                 (out_dir / image_file).write_bytes(turn.view)
                 copies = oversample if turn.decision.situation in TARGET_SITUATIONS else 1
+                context, compact = turn.context, turn.compact_context
+                if look:
+                    line = look_line(turn.targets, turn.position, turn.animals_in_view)
+                    context, compact = with_look(context, line), with_look(compact, line)
                 write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
-                           image_file=image_file, context=turn.context, compact_context=turn.compact_context,
+                           image_file=image_file, context=context, compact_context=compact,
                            decision=turn.decision, results=[run.result for run in turn.runs], copies=copies)
                 rows += 1
                 training_rows += copies
+                if look:
+                    for row in look_rows(image_file, turn.targets, turn.position, turn.animals_in_view, prompt,
+                                         random.Random(f"look-{seed_start + index}-{turn.number}")):
+                        chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        training_rows += 1
                 for question in range(grounding):
                     row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
                                         random.Random(f"{seed_start + index}-{turn.number}-{question}"),
@@ -121,6 +136,15 @@ def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: 
     chat_rows.write((json.dumps(row, ensure_ascii=False) + "\n") * copies)
 
 
+def look_rows(image: str, targets: list[str], here: Cell, in_view: list[tuple[str, Cell]], prompt: str,
+              rng: random.Random) -> list[dict[str, Any]]:
+    """The look's training rows on one view: one per target, and one about a species in view that
+    is not a target, when there is one."""
+    others = sorted({species for species, _ in in_view} - set(targets))
+    asked = [*targets, *([rng.choice(others)] if others else [])]
+    return [look_row(image, species, sighting(species, here, in_view), prompt) for species in asked]
+
+
 def grounding_row(image: str, here: Cell, in_view: list[tuple[str, Cell]], prompt: str, rng: random.Random, *,
                   ask_present: bool) -> dict[str, Any]:
     """A question row on a view: where the nearest animal of one species is, as the compact Thought
@@ -131,12 +155,7 @@ def grounding_row(image: str, here: Cell, in_view: list[tuple[str, Cell]], promp
     absent = [species for species in SPECIES if species not in present]
     pool = present if (ask_present and present) or not absent else absent
     species = rng.choice(pool)
-    cells = [cell for name, cell in in_view if name == species]
-    if cells:
-        nearest = min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
-        answer = f"The {species} is {offset_text(here, nearest)}."
-    else:
-        answer = f"No {species} in view."
+    answer = sighting(species, here, in_view)
     return {"messages": [
         {"role": "system", "content": system_prompt(prompt)},
         {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": f"Where is the {species}?"}]},
@@ -175,10 +194,12 @@ def register_data_source(extensions) -> None:
 
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
                       seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
-                      grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert") -> Path:
+                      grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert",
+                      look: bool = False) -> Path:
     """The trainer data source ``safari``: the teacher's episodes -> ``conversations.jsonl`` (the train file)."""
     stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt,
-                      oversample=oversample, grounding=grounding, grounding_apart=grounding_apart, teacher=teacher)
+                      oversample=oversample, grounding=grounding, grounding_apart=grounding_apart, teacher=teacher,
+                      look=look)
     try:
         while True:
             next(stream)

@@ -96,7 +96,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
                     on_warmup_step: Callable[[int, int, float], None] | None = None,
                     data_file: Path | None = None, on_event: Callable[[Any], None] | None = None,
                     oversample: int = 1, grounding: int = 0, grounding_warmup_steps: int = 0,
-                    teacher: str = "expert") -> TrainingRun:
+                    teacher: str = "expert", look: bool = False) -> TrainingRun:
     """One job of the trainer's runner on ``episodes`` episodes of the ``teacher`` (policies.TEACHERS:
     the expert by default, or the sweeper) from the ``safari`` data
     source. ``minutes`` is a wall-clock budget: when it runs out the job stops after the current
@@ -113,7 +113,8 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
     ("Where is the lion?" -> "The lion is 2 rows down and 3 cols right." / "No lion in view.", two
     per turn of the same episodes, one about a species in view), then the replies: the decoder learns
     to bind the asked species to the image on a task where it is asked every row, not in one reply
-    of six; its time comes out of ``minutes`` too."""
+    of six; its time comes out of ``minutes`` too. ``look``: rows for a model that looks before it
+    replies (look.py; play it with ``ModelPolicy(look=True)``)."""
     from localqwen.plugin_api.extensions import Extensions
     from localqwen.training.config import parse_job_config
     from localqwen.training.job_progress import StopFlag
@@ -164,7 +165,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
         "data": {"train": str(data_file)} if data_file is not None else
                 {"source": {"name": "safari", "options": {"episodes": episodes, "prompt": prompt,
                                                          "oversample": oversample, "grounding": grounding,
-                                                         "teacher": teacher}}},
+                                                         "teacher": teacher, "look": look}}},
         "method": {"name": method, "options": method_options or {}}, "tracking": {"swanlab": "off"},
         "training": {"epochs": epochs, "max_steps": max_steps, "batch_size": batch_size,
                      "learning_rate": learning_rate, "lr_scheduler": lr_scheduler, "warmup_ratio": 0.03,
@@ -249,7 +250,8 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
 
 def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_situation: int = 40,
                                prompt: str = "compact", max_new_tokens: int = 160,
-                               max_episodes: int = 400, teacher: str = "expert") -> dict[str, dict[str, float]]:
+                               max_episodes: int = 400, teacher: str = "expert",
+                               look: bool = False) -> dict[str, dict[str, float]]:
     """The model's own replies (generated, not teacher-forced) on states of the expert's episodes
     (seeds from ``seed_start``, both kinds), up to ``per_situation`` states for each situation of
     the expert's decision: per situation, the share whose action equals the expert's
@@ -258,7 +260,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     its Thought up to "I move", so it never has to notice the target) and play (where its own
     earlier turns lead it off the expert's states), this shows whether the first decision, go for
     the target or explore, is made from the view. ``teacher``: whose episodes and decisions (the
-    expert's, or the sweeper's for a model trained on them)."""
+    expert's, or the sweeper's for a model trained on them). ``look``: the model looks first (look.py)."""
     import copy
     import tempfile
 
@@ -286,7 +288,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     report: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="safari-decisions-") as views, TransformersEngine(model) as engine:
         policy = ModelPolicy(engine, Path(views), settings=GenerationSettings(max_new_tokens=max_new_tokens),
-                             prompt=prompt, keep_replies=False)
+                             prompt=prompt, keep_replies=False, look=look)
         for situation, items in sorted(states.items()):
             replies = policy.decide([episode for episode, _ in items])
             agreed = sum(reply.action() == decision.action() for reply, (_, decision) in zip(replies, items, strict=True))
@@ -384,3 +386,41 @@ def move_accuracy(model: Path, data: Path, *, limit: int = 200) -> MoveAccuracy:
         by_situation[situation] = {"rows": count, "direction": situation_right[situation] / count, "majority": max(tally.values()) / count}
     return MoveAccuracy(rows, right_direction / rows, right_move / rows, max(directions.values()) / rows,
                         token_hits / max(1, token_count), by_situation)
+
+
+def look_accuracy(model: Path, data: Path, *, limit: int = 600, batch: int = 50) -> dict[str, float]:
+    """How often the model's look (look.py) answers exactly as a perfect look would, on the look rows
+    of a folder ``generate(look=True)`` wrote (the first ``limit``): apart for views where the asked
+    species is in view (``in_view``: the place must be right too) and where it is not."""
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+    from localqwen_safari.model_policy import LOOK_TOKENS
+
+    asked: list[tuple[list[dict[str, Any]], str]] = []
+    with (Path(data) / "conversations.jsonl").open(encoding="utf-8") as lines:
+        for line in lines:
+            messages = json.loads(line)["messages"]
+            question = messages[1]["content"]
+            if not (isinstance(question, list) and question[0].get("type") == "text"
+                    and question[0]["text"].startswith("Where is the ")):
+                continue
+            question[1]["image"] = str(Path(data) / question[1]["image"])
+            asked.append((messages[:-1], messages[-1]["content"]))
+            if len(asked) >= limit:
+                break
+    if not asked:
+        raise ValueError(f"no look rows in {data} (written with look=True?)")
+    right = {True: 0, False: 0}
+    count = {True: 0, False: 0}
+    settings = GenerationSettings(max_new_tokens=LOOK_TOKENS)
+    with TransformersEngine(model) as engine:
+        for first in range(0, len(asked), batch):
+            group = asked[first:first + batch]
+            results = engine.chat_batch([messages for messages, _ in group], settings=settings)
+            for (_, answer), result in zip(group, results, strict=True):
+                present = not answer.startswith("No ")
+                count[present] += 1
+                right[present] += result.text.strip() == answer
+    return {"rows": len(asked), "in_view_rows": count[True],
+            "in_view": round(right[True] / max(1, count[True]), 4),
+            "not_in_view": round(right[False] / max(1, count[False]), 4)}

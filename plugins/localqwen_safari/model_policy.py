@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from localqwen_safari.episode import VIEW, Episode, tool_schemas
+from localqwen_safari.look import look_conversation, look_targets, pinned, with_look
 from localqwen_safari.policies import Decision
 from localqwen_safari.prompts import system_prompt
 from localqwen_safari.render import render_view
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from localqwen.runtime.engine.base import Engine, GenerationSettings
     from localqwen.vocabulary.cancel import CancelToken
 
+LOOK_TOKENS = 24  # "The giraffe is 4 rows down and 4 cols right." is 14 tokens of the tiny model's tokenizer
 TEXT_VIEW_NOTE = ("Your view as text rows (. land, ~ water, # rock, x outside the map, Z L E G animals, "
                   "@ you):")
 
@@ -50,10 +52,12 @@ def text_view(episode: Episode) -> str:
 
 
 def model_messages(episode: Episode, *, image: str | None, hide_notepad: bool = False,
-                   prompt: str = "full") -> list[dict[str, Any]]:
-    """The conversation the model answers on one turn (the same shape the training rows have)."""
+                   prompt: str = "full", look: str = "") -> list[dict[str, Any]]:
+    """The conversation the model answers on one turn (the same shape the training rows have);
+    ``look``: what its look said this turn (look.py), the context's last line."""
     context = episode.context_text(show_notepad=not hide_notepad) if prompt == "full" else \
         episode.compact_context(show_notepad=not hide_notepad)
+    context = with_look(context, look)
     if image is not None:
         user: Any = [{"type": "image", "image": image}, {"type": "text", "text": context}]
     else:
@@ -69,12 +73,19 @@ class ModelPolicy:
     Called on one episode it is a plain :data:`~localqwen_safari.policies.Policy`;
     :meth:`decide` answers many episodes' turns with one batched ``chat_batch`` (one left-padded
     ``generate`` on a transformers engine), which is what makes evaluating hundreds of episodes
-    in lockstep affordable (see :func:`localqwen_safari.evaluation.evaluate_lockstep`)."""
+    in lockstep affordable (see :func:`localqwen_safari.evaluation.evaluate_lockstep`).
+
+    ``look``: the model was trained to look before it replies (look.py); each turn it is first asked
+    where each target not yet found is, and its answers end the reply's context."""
 
     def __init__(self, engine: Engine, image_dir: Path, *, settings: GenerationSettings | None = None,
                  cancel: CancelToken | None = None, blank_image: bool = False, hide_notepad: bool = False,
-                 prompt: str = "full", keep_replies: bool = True) -> None:
+                 prompt: str = "full", keep_replies: bool = True, look: bool = False) -> None:
         system_prompt(prompt)  # an unknown profile fails here, before any episode
+        if look and not engine.supports_images:
+            raise ValueError("the look stage asks about the view image; this engine reads the view as text, "
+                             "so play it without --look")
+        self.look = look
         self.engine = engine
         self.image_dir = Path(image_dir)
         self.settings = settings
@@ -85,20 +96,18 @@ class ModelPolicy:
         self.tools = tool_schemas() if prompt == "full" else None
         self.keep_replies = keep_replies
         self.replies: list[str] = []  # raw reply texts, for inspection
+        self.looks: list[str] = []  # the look lines the replies were given (with ``look``)
 
     def __call__(self, episode: Episode) -> Decision:
         return self.decide([episode])[0]
 
     def decide(self, episodes: list[Episode]) -> list[Decision]:
         """Each episode's decision for its current turn, all asked in one batch."""
-        conversations = [model_messages(episode, image=self._view_file(episode), hide_notepad=self.hide_notepad,
-                                        prompt=self.prompt) for episode in episodes]
-        if len(conversations) == 1:
-            results = [self.engine.chat(conversations[0], tools=self.tools, settings=self.settings,
-                                        cancel=self.cancel)]
-        else:
-            results = self.engine.chat_batch(conversations, tools=self.tools, settings=self.settings,
-                                             cancel=self.cancel)
+        views = [self._view_file(episode) for episode in episodes]
+        looks = self._looks(episodes, views) if self.look else [""] * len(episodes)
+        conversations = [model_messages(episode, image=view, hide_notepad=self.hide_notepad, prompt=self.prompt,
+                                        look=look) for episode, view, look in zip(episodes, views, looks, strict=True)]
+        results = self._ask(conversations, tools=self.tools, settings=self.settings)
         decisions = []
         for result in results:
             if self.keep_replies:
@@ -106,6 +115,32 @@ class ModelPolicy:
             thought = result.text.strip().removeprefix("Thought:").strip()
             decisions.append(Decision(thought, [(call.name, dict(call.arguments)) for call in result.tool_calls]))
         return decisions
+
+    def _ask(self, conversations: list[list[dict[str, Any]]], *, tools: list[dict[str, Any]] | None,
+             settings: GenerationSettings | None) -> list[Any]:
+        if len(conversations) == 1:
+            return [self.engine.chat(conversations[0], tools=tools, settings=settings, cancel=self.cancel)]
+        return self.engine.chat_batch(conversations, tools=tools, settings=settings, cancel=self.cancel)
+
+    def _looks(self, episodes: list[Episode], views: list[str | None]) -> list[str]:
+        """Each episode's look line: the model's answer to "Where is the <target>?" for each target
+        not yet found, all episodes' questions in one batch, each answer pinned to its map cell."""
+        from dataclasses import replace
+
+        from localqwen.runtime.engine import GenerationSettings
+
+        asks = [(number, species) for number, episode in enumerate(episodes) for species in look_targets(episode)]
+        answers: list[list[str]] = [[] for _ in episodes]
+        if asks:
+            short = replace(self.settings or GenerationSettings(), max_new_tokens=LOOK_TOKENS)
+            results = self._ask([look_conversation(str(views[number]), species, self.prompt) for number, species in asks],
+                                tools=None, settings=short)
+            for (number, _), result in zip(asks, results, strict=True):
+                answers[number].append(pinned(result.text.strip(), episodes[number].position))
+        lines = [" ".join(said) for said in answers]
+        if self.keep_replies:
+            self.looks.extend(lines)
+        return lines
 
     def _view_file(self, episode: Episode) -> str | None:
         """The view as a PNG file for a vision engine (None: a text engine reads it as text rows)."""
@@ -118,7 +153,8 @@ class ModelPolicy:
 
 
 def engine_policy(ctx: Context, image_dir: Path, *, model: str = "", adapter: str | None = None,
-                  prompt: str = "full", max_new_tokens: int = 256, **ablation: bool) -> ModelPolicy:
+                  prompt: str = "full", max_new_tokens: int = 256, look: bool = False,
+                  **ablation: bool) -> ModelPolicy:
     """A :class:`ModelPolicy` on the engine ``ctx`` loads for ``model`` (empty: the configured
     vision model) with ``adapter``; what the CLI, the TUI and the web view all play with. A text-only
     Qwen3 plays too: it reads the view as text rows (:func:`text_view`)."""
@@ -131,4 +167,4 @@ def engine_policy(ctx: Context, image_dir: Path, *, model: str = "", adapter: st
             raise
         engine = ctx.engine(model, adapter=adapter or None, task="text")
     return ModelPolicy(engine, image_dir, settings=GenerationSettings(max_new_tokens=max_new_tokens),
-                       cancel=ctx.cancel, prompt=prompt, keep_replies=False, **ablation)
+                       cancel=ctx.cancel, prompt=prompt, keep_replies=False, look=look, **ablation)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from localqwen.runtime.tool_loop import ToolRun
 from localqwen_safari.episode import Episode
+from localqwen_safari.look import look_targets
 from localqwen_safari.policies import Decision, Policy, visible_animals
 from localqwen_safari.render import render_view
 from localqwen_safari.world import Cell
@@ -23,6 +24,7 @@ class Turn:
     compact_context: str = ""  # the context in the compact prompt profile (Episode.compact_context)
     position: Cell = (0, 0)  # where the agent stood when it saw the view
     animals_in_view: list[tuple[str, Cell]] = field(default_factory=list)  # what the view showed
+    targets: list[str] = field(default_factory=list)  # the targets not yet found when it saw the view
 
 
 def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
@@ -31,9 +33,9 @@ def play_turns(episode: Episode, policy: Policy, *, render: bool = False,
     state the policy saw (teacher forcing), before the policy's calls change it."""
     while not episode.done:
         context, compact = episode.context_text(), episode.compact_context()
-        position, animals = episode.position, visible_animals(episode)
+        position, animals, targets = episode.position, visible_animals(episode), look_targets(episode)
         view = render_view(episode) if render else None
         reference = teacher(episode) if teacher is not None else None
         decision = policy(episode)
         runs = episode.play_turn(decision.calls)
-        yield Turn(episode.turn, context, view, decision, runs, reference, compact, position, animals)
+        yield Turn(episode.turn, context, view, decision, runs, reference, compact, position, animals, targets)

@@ -35,6 +35,9 @@ class PlayForm(Form):
                                          "empty = the plugin's outputs.")
     prompt: Literal["full", "compact"] = field("full", label="Prompt profile", advanced=True,
                                                help="For --policy model: what it was trained with (full or compact).")
+    look: bool = field(False, label="Look first", advanced=True,
+                       help="For --policy model: a model trained to look first (generate --look) is asked where "
+                            "each target is before its reply.")
 
 
 class ReplayForm(Form):
@@ -67,6 +70,9 @@ class GenerateForm(Form):
                                  help="Whose turns: the expert (plans where to explore from all it has seen) or "
                                       "the sweeper (sweeps in rows; every decision rests on one turn's view and "
                                       "notepad, so a small model learns it more easily).")
+    look: bool = field(False, label="Look rows", advanced=True,
+                       help="For a model that looks before it replies: each reply's context ends with where the "
+                            "targets are in view, and look rows ('Where is the lion?' before the view) follow it.")
 
 
 class WarmupForm(Form):
@@ -126,6 +132,9 @@ class EvaluateForm(Form):
     prompt: Literal["full", "compact"] = field("full", label="Prompt profile", advanced=True,
                                                help="What the model was trained with: full (system prompt and "
                                                     "tool schema) or compact (one line, no schema).")
+    look: bool = field(False, label="Look first", advanced=True,
+                       help="For --policy model: a model trained to look first (generate --look) is asked where "
+                            "each target is before its reply.")
     batch_size: int = field(64, label="Episodes per batch", ge=1, le=4096, advanced=True,
                             help="The model plays this many episodes in lockstep, one batched generate per turn.")
     teacher: TeacherName = field("expert", label="Agreement with", advanced=True,
@@ -236,7 +245,7 @@ class Safari(Plugin):
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
                                                 prompt=form.prompt, oversample=form.oversample,
                                                 grounding=form.grounding, grounding_apart=form.grounding_apart,
-                                                teacher=form.teacher), ctx)
+                                                teacher=form.teacher, look=form.look), ctx)
         yield ev.FileWritten(path=summary["dataset"], description=f"{form.teacher} turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         if summary.get("grounding"):
@@ -398,7 +407,7 @@ def _model_policy(form: PlayForm | EvaluateForm, ctx: Context, image_dir: Path, 
     from localqwen_safari.model_policy import engine_policy
 
     return engine_policy(ctx, image_dir, model=form.model, adapter=str(form.adapter) if form.adapter else None,
-                         prompt=form.prompt, max_new_tokens=form.max_new_tokens, **ablation)
+                         prompt=form.prompt, max_new_tokens=form.max_new_tokens, look=form.look, **ablation)
 
 
 def _pick_mission(form: PlayForm) -> Any:
