@@ -24,6 +24,16 @@ SCRIPTED = ("expert", "sweeper", "greedy", "random")
 WATCHABLE = (*SCRIPTED, "model")
 
 
+# The TUI's and the web view's "prompt profile" choices: a profile, and whether the model looks first.
+PROFILES = (("full prompt", "full"), ("compact prompt", "compact"), ("compact prompt, looks first", "compact+look"))
+
+
+def split_profile(value: str) -> tuple[str, bool]:
+    """A profile choice ("compact+look") as the prompt profile and the look flag."""
+    prompt, _, look = (value or "full").partition("+")
+    return prompt, look == "look"
+
+
 @dataclass(frozen=True)
 class ModelChoice:
     """Which model plays (the ``model`` policy), as the CLI's ``--model``, ``--adapter``,
@@ -33,6 +43,7 @@ class ModelChoice:
     adapter: str = ""  # an adapter folder; empty: none
     prompt: str = "full"  # the prompt profile it was trained with
     max_new_tokens: int = 256
+    look: bool = False  # trained to look first (look.py; the CLI's --look)
 
     def describe(self) -> str:
         name = Path(self.model).name if self.model else "the configured vision model"
@@ -88,4 +99,4 @@ class LiveGame:
         choice = self.model
         return engine_policy(self.context, self.outputs_dir / "model-views", model=choice.model,
                              adapter=choice.adapter or None, prompt=choice.prompt,
-                             max_new_tokens=choice.max_new_tokens)
+                             max_new_tokens=choice.max_new_tokens, look=choice.look)

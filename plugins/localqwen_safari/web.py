@@ -16,7 +16,7 @@ from typing import Any
 
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
-from localqwen_safari.watching import WATCHABLE, LiveGame, ModelChoice, turns_so_far
+from localqwen_safari.watching import PROFILES, WATCHABLE, LiveGame, ModelChoice, split_profile, turns_so_far
 
 SCALE = 2  # the pictures are small (160 and 256 px): doubled, pixel for pixel, for the page
 
@@ -63,8 +63,9 @@ class SafariWeb:
         failure mid-game, is said where the turn's text goes and keeps what was shown."""
         from localqwen_safari.missions import mission_for_seed
 
-        choice = ModelChoice(model=(model or "").strip(), adapter=(adapter or "").strip(), prompt=prompt or "full",
-                             max_new_tokens=int(max_new_tokens or 256))
+        profile, look = split_profile(prompt or "full")
+        choice = ModelChoice(model=(model or "").strip(), adapter=(adapter or "").strip(), prompt=profile,
+                             max_new_tokens=int(max_new_tokens or 256), look=look)
         if policy == "model" and self.context is None:
             yield self._problem(viewer, "This page cannot load models (no app context).")
             return
@@ -236,7 +237,8 @@ def build_tab(plugin: Any, bench: Any) -> None:
                 model = gr.Textbox(label="Model (id or folder; empty: the configured vision model)",
                                    elem_id="safari-model")
                 adapter = gr.Textbox(label="Adapter folder (optional)", elem_id="safari-adapter")
-                prompt = gr.Dropdown(["full", "compact"], value="full", label="Prompt profile", elem_id="safari-prompt")
+                prompt = gr.Dropdown([(label, value) for label, value in PROFILES], value="full", label="Prompt profile",
+                                     elem_id="safari-prompt")
                 tokens = gr.Number(256, precision=0, minimum=8, maximum=4096, label="Reply tokens",
                                    elem_id="safari-max-tokens")
                 stop = gr.Button("Stop", variant="stop", elem_id="safari-stop")

@@ -129,3 +129,10 @@ def test_a_looking_policy_asks_where_each_target_is_before_its_reply(tiny_qwen3_
         assert conversation == model_messages(episode, image=conversation[1]["content"][0]["image"],
                                               prompt="compact", look=look)
         assert conversation[1]["content"][1]["text"].endswith(f"\n{LOOK_PREFIX}{look}") or not look
+
+
+def test_the_watch_views_offer_a_looking_profile():
+    from localqwen_safari.watching import PROFILES, split_profile
+
+    assert [split_profile(value) for _, value in PROFILES] == [("full", False), ("compact", False), ("compact", True)]
+    assert split_profile("") == ("full", False)
