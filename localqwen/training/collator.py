@@ -60,13 +60,13 @@ class ChatCollator:
 
     def render(self, row: dict[str, Any]) -> tuple[str, list[Any]]:
         """The chat-template text and the images (loaded) of one row."""
-        messages = row["messages"]
-        images = [load_image(i) for i in message_images(messages)]
+        return self._template_text(row), [load_image(i) for i in message_images(row["messages"])]
+
+    def _template_text(self, row: dict[str, Any]) -> str:
         template_owner = self.processor if self.is_processor else self.tokenizer
-        text = template_owner.apply_chat_template(
-            _for_template(messages, self.is_processor), tools=row.get("tools") or None, tokenize=False
+        return template_owner.apply_chat_template(
+            _for_template(row["messages"], self.is_processor), tools=row.get("tools") or None, tokenize=False
         )
-        return text, images
 
     def count_tokens(self, row: dict[str, Any]) -> int:
         """Tokens of one row including image placeholders (used to flag rows that are too long, and
@@ -79,9 +79,7 @@ class ChatCollator:
         if sizes is None:
             encoded = self._encode([row])
             return int(encoded["input_ids"].shape[1])
-        text = self.processor.apply_chat_template(_for_template(row["messages"], True), tools=row.get("tools") or None,
-                                                  tokenize=False)
-        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"]
+        ids = self.tokenizer(self._template_text(row), add_special_tokens=False)["input_ids"]
         placeholder = self.tokenizer.convert_tokens_to_ids(self.processor.image_token)
         if sum(token == placeholder for token in ids) != len(sizes):  # not one placeholder per image: encode it
             return int(self._encode([row])["input_ids"].shape[1])

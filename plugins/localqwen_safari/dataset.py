@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
-from localqwen_safari.look import look_line, look_row, sighting, with_look
+from localqwen_safari.look import look_line, look_question, look_row, sighting, with_look
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, get_teacher
@@ -163,7 +163,7 @@ def grounding_row(image: str, here: Cell, in_view: list[tuple[str, Cell]], promp
     answer = sighting(species, here, in_view)
     return {"messages": [
         {"role": "system", "content": system_prompt(prompt)},
-        {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": f"Where is the {species}?"}]},
+        {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": look_question(species)}]},
         {"role": "assistant", "content": answer},
     ]}
 

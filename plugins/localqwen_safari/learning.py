@@ -394,17 +394,14 @@ def look_accuracy(model: Path, data: Path, *, limit: int = 600, batch: int = 50)
     species is in view (``in_view``: the place must be right too) and where it is not."""
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
+    from localqwen.training.data import read_rows
     from localqwen_safari.model_policy import LOOK_TOKENS
 
     asked: list[tuple[list[dict[str, Any]], str]] = []
-    with (Path(data) / "conversations.jsonl").open(encoding="utf-8") as lines:
-        for line in lines:
-            messages = json.loads(line)["messages"]
-            question = messages[1]["content"]
-            if not (isinstance(question, list) and question[0].get("type") == "text"
-                    and question[0]["text"].startswith("Where is the ")):
-                continue
-            question[1]["image"] = str(Path(data) / question[1]["image"])
+    for row in read_rows(Path(data) / "conversations.jsonl"):  # image paths resolved against the folder
+        messages = row["messages"]
+        first = messages[1]["content"][0]
+        if first.get("type") == "text" and first["text"].startswith("Where is the "):  # look rows ask first
             asked.append((messages[:-1], messages[-1]["content"]))
             if len(asked) >= limit:
                 break

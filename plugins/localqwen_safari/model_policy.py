@@ -136,7 +136,9 @@ class ModelPolicy:
             results = self._ask([look_conversation(str(views[number]), species, self.prompt) for number, species in asks],
                                 tools=None, settings=short)
             for (number, _), result in zip(asks, results, strict=True):
-                answers[number].append(pinned(result.text.strip(), episodes[number].position))
+                said = pinned(result.text.strip(), episodes[number].position)
+                if said:  # an empty answer adds nothing (no blank "Look:" line)
+                    answers[number].append(said)
         lines = [" ".join(said) for said in answers]
         if self.keep_replies:
             self.looks.extend(lines)
