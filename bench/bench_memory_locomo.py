@@ -6,6 +6,8 @@
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --limit 1
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --subject-weight 0  # ablations of recall.RANKING
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --date-weight 0     # without dated recall
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --token-weight 0 --session-token-weight 0
+                                                    # without word-by-word matching
 
 Prints the report as JSON: all_at_10, per category, session_all_at_5, p95_ms (one recall, the
 query's embedding included, one torch thread) and p95_cpu_ms (the same in CPU time, which a busy
@@ -46,13 +48,20 @@ def main() -> None:
                         help="ablation: another bonus for memories dated in the day or month the question names")
     parser.add_argument("--date-slack-days", type=int, default=None,
                         help="ablation: how many days outside that day or month a memory still counts")
+    parser.add_argument("--token-weight", type=float, default=None,
+                        help="ablation: another weight of each memory's word-by-word match with the question")
+    parser.add_argument("--session-token-weight", type=float, default=None,
+                        help="ablation: another weight of its session's word-by-word match")
     args = parser.parse_args()
     ranking = None
     changes = {name: value for name, value in (("session_weight", args.session_weight),
                                                 ("subject_weight", args.subject_weight),
                                                 ("neighbour_penalty", args.neighbour_penalty),
                                                 ("date_weight", args.date_weight),
-                                                ("date_slack_days", args.date_slack_days)) if value is not None}
+                                                ("date_slack_days", args.date_slack_days),
+                                                ("token_weight", args.token_weight),
+                                                ("session_token_weight", args.session_token_weight))
+               if value is not None}
     if changes:
         from dataclasses import replace
 

@@ -84,6 +84,48 @@ class Embedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self.encode([text], query=True)[0]
 
+    def leading_pieces(self, text: str) -> int:
+        """How many word pieces ``text`` is: the length of its token vectors as the start of a longer text."""
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def encode_with_tokens(self, texts: list[str], leading: list[int], *,
+                           batch_size: int = 64) -> tuple[np.ndarray, list[np.ndarray]]:
+        """Sentence vectors (as :meth:`encode`) and, from the same forward pass, the normalised
+        token vectors of the first ``leading[i]`` word pieces of each text (special tokens left
+        out): a memory is embedded with its context, but matched word by word on its own words."""
+        import numpy as np
+
+        from localqwen.retrieval.late_interaction import normalised
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32), []
+        outputs = self.model.encode(texts, batch_size=batch_size, normalize_embeddings=True, output_value=None,
+                                    show_progress_bar=False)
+        vectors = np.stack([np.asarray(o["sentence_embedding"], dtype=np.float32) for o in outputs])
+        tokens = []
+        for output, count in zip(outputs, leading, strict=True):
+            length = int(output["attention_mask"].sum())
+            # [CLS] first, [SEP] last; a text cut at the model's length keeps what fits
+            tokens.append(normalised(output["token_embeddings"][1:max(1, min(1 + count, length - 1))].float().numpy()))
+        return vectors, tokens
+
+    def encode_query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        """The query's vector and the normalised token vectors of its topic words (one forward pass)."""
+        from localqwen.retrieval.late_interaction import content_mask, normalised
+
+        output = self.model.encode([text], normalize_embeddings=True, output_value=None, show_progress_bar=False,
+                                   **({"prompt_name": "query"} if "query" in (getattr(self.model, "prompts", None)
+                                                                              or {}) else {}))[0]
+        length = int(output["attention_mask"].sum())
+        ids = output["input_ids"][:length].tolist()
+        tokens = output["token_embeddings"][:length].float().numpy()
+        keep = content_mask(self.tokenizer.convert_ids_to_tokens(ids))
+        keep[[0, length - 1]] = False  # [CLS] and [SEP]
+        if not keep.any():  # a query of stop words only: match on all of its words
+            keep[1:length - 1] = True
+        vector = output["sentence_embedding"]
+        return (vector.float().numpy() if hasattr(vector, "float") else vector), normalised(tokens[keep])
+
 
 def get_embedder(name: str | None = None, device: str | None = None, *,
                  manager: DeviceManager | None = None) -> Embedder:

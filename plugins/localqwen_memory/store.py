@@ -10,7 +10,8 @@ Vectors are a cache: a LanceDB table (``memory_vectors``, beside the knowledge b
 ``<data>/retrieval/memory``) keyed by memory id and embedding model. A search first embeds any
 active memory the table lacks (a crash between the SQLite commit and the LanceDB write, a new
 embedder, a deleted folder), so the table can always be rebuilt from SQLite
-(:meth:`MemoryStore.rebuild_vectors`).
+(:meth:`MemoryStore.rebuild_vectors`). Each memory's token vectors, for word-by-word matching, are
+a second such cache (``token_vectors.py``), written with the vector from the same forward pass.
 
 A memory is per persona. ``kind`` is ``fact`` (a statement extracted from a turn or added by
 hand; ``fact`` holds it) or ``turn`` (a raw turn kept because nothing could be extracted, or for
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from localqwen.retrieval.bm25 import MemoizingTokenizer
+from localqwen_memory.token_vectors import TokenVectors
 
 if TYPE_CHECKING:
     import numpy as np
@@ -146,6 +148,8 @@ class MemoryHit:
     memory: MemoryRecord
     score: float
     scores: dict[str, float] = field(default_factory=dict)
+    # each topic word of the query: its best cosine among the memory's own words (token_vectors.py)
+    token_match: np.ndarray | None = None
 
 
 def normalise(text: str) -> str:
@@ -217,6 +221,9 @@ class MemoryStore:
         # Vectors already read from (or written to) LanceDB by this process, per embedding model:
         # a write bumps the revision and rebuilds the index, which must not re-read the table.
         self._vector_cache: dict[str, dict[tuple[int, str], np.ndarray]] = {}
+        self._tokens = TokenVectors(self.vectors_dir)
+        # search matches the query word by word on its candidates (recall weighs it); False: sentence vectors only
+        self.token_matching = True
         # A write that only adds memories extends the persona's index (``_extended_index``); other
         # writes rebuild it, and kept tokens make that rebuild tokenize only what changed.
         # ``incremental_index`` False always rebuilds: the baseline of bench_memory_write_search.py.
@@ -309,6 +316,7 @@ class MemoryStore:
                 (now, now, memory_id))
             self._bump(conn, memory.persona)
         self._delete_vectors([memory_id])
+        self._tokens.delete([memory_id])
         return self.get(memory_id)
 
     def mark_consolidated(self, ids: Iterable[int], adapter_id: str) -> int:
@@ -507,9 +515,12 @@ class MemoryStore:
         index = self._index(persona)
         if not len(index.index):
             return []
-        vector = None
+        vector = query_tokens = None
         if mode != "bm25" and index.has_vectors:
-            vector = self.embedder.encode_query(query)
+            if self.token_matching and hasattr(self.embedder, "encode_query_tokens"):
+                vector, query_tokens = self.embedder.encode_query_tokens(query)  # one forward pass for both
+            else:
+                vector = self.embedder.encode_query(query)
         wanted = set(kinds) if kinds is not None else None
         depth = k if wanted is None else max(4 * k, 50)
         hits = []
@@ -520,6 +531,9 @@ class MemoryStore:
             hits.append(MemoryHit(memory=memory, score=hit.score, scores=dict(hit.scores)))
             if len(hits) >= k:
                 break
+        if query_tokens is not None and hits:
+            for hit, match in zip(hits, self.token_matches(query_tokens, [h.memory for h in hits]), strict=True):
+                hit.token_match = match
         return hits
 
     def _revision(self, persona: str) -> int:
@@ -653,13 +667,38 @@ class MemoryStore:
                 stored = self._vector_cache[embedder.name] = self._stored_vectors(embedder.name)
                 missing = [m for m in memories if (m.id, m.fingerprint) not in stored]
         if missing:
-            fresh = embedder.encode([index_text(m) for m in missing])
+            if hasattr(embedder, "encode_with_tokens"):  # the token vectors come from the same forward pass
+                fresh, tokens = embedder.encode_with_tokens([index_text(m) for m in missing],
+                                                            [embedder.leading_pieces(m.statement) for m in missing])
+                self._tokens.put(embedder.name, [(m.id, m.fingerprint) for m in missing], tokens)
+            else:
+                fresh = embedder.encode([index_text(m) for m in missing])
             for memory, vector in zip(missing, fresh, strict=True):
                 stored[(memory.id, memory.fingerprint)] = vector
             self._write_vectors(embedder.name, missing, fresh)
         if not memories:
             return np.zeros((0, embedder.dimension), dtype=np.float32)
         return np.stack([stored[(m.id, m.fingerprint)] for m in memories])
+
+    def token_matches(self, query_tokens: np.ndarray, memories: list[MemoryRecord]) -> list[np.ndarray]:
+        """For each memory, each query token's best cosine among the memory's own words. Token vectors
+        missing from the table are computed (and stored): memories embedded before word-by-word
+        matching existed get theirs the first time they are candidates."""
+        import numpy as np
+
+        embedder = self.embedder
+        keys = [(m.id, m.fingerprint) for m in memories]
+        matrix, spans = self._tokens.get(embedder.name, embedder.dimension, keys)
+        missing = list({key: m for m, key in zip(memories, keys, strict=True) if key not in spans}.values())
+        if missing:
+            _, tokens = embedder.encode_with_tokens([index_text(m) for m in missing],
+                                                    [embedder.leading_pieces(m.statement) for m in missing])
+            self._tokens.put(embedder.name, [(m.id, m.fingerprint) for m in missing], tokens)
+            matrix, spans = self._tokens.get(embedder.name, embedder.dimension, keys)
+        similarities = query_tokens @ matrix.T
+        empty = np.zeros(len(query_tokens), dtype=np.float32)
+        return [similarities[:, start:end].max(axis=1) if end > start else empty
+                for start, end in (spans.get(key, (0, 0)) for key in keys)]
 
     def _write_vectors(self, model: str, memories: list[MemoryRecord], vectors: np.ndarray) -> None:
         table = self._table()
@@ -676,19 +715,21 @@ class MemoryStore:
             self._appends = 0
             # on a thread of its own: these appends happen in the recall a chat turn waits for. A
             # process that exits mid-way leaves at most unreferenced files (a commit is atomic).
-            self.compaction = threading.Thread(target=self._compact, args=(table,), name="memory-vectors-compaction",
-                                               daemon=True)
+            self.compaction = threading.Thread(target=self._compact, args=(table, self._tokens.table()),
+                                               name="memory-vectors-compaction", daemon=True)
             self.compaction.start()
 
     @staticmethod
-    def _compact(table) -> None:
-        """Merge the table's small fragments and drop its old versions (see COMPACT_AFTER_APPENDS)."""
+    def _compact(*tables) -> None:
+        """Merge the tables' small fragments and drop their old versions (see COMPACT_AFTER_APPENDS);
+        the token vectors are appended with the sentence vectors, so they are compacted with them."""
         from datetime import timedelta
 
-        try:
-            table.optimize(cleanup_older_than=timedelta(seconds=COMPACT_KEEP_VERSIONS_FOR_S))
-        except Exception:  # noqa: BLE001 - a concurrent commit won; the next compaction merges what is left
-            return
+        for table in tables:
+            try:
+                table.optimize(cleanup_older_than=timedelta(seconds=COMPACT_KEEP_VERSIONS_FOR_S))
+            except Exception:  # noqa: BLE001 - a concurrent commit won; the next compaction merges what is left
+                continue
 
     def _delete_vectors(self, ids: list[int]) -> None:
         if self.vectors_dir is None or not (self.vectors_dir / f"{VECTOR_TABLE}.lance").exists():
@@ -704,6 +745,7 @@ class MemoryStore:
             db = lancedb.connect(str(self.vectors_dir))
             if VECTOR_TABLE in db.table_names():
                 db.drop_table(VECTOR_TABLE)
+        self._tokens.drop()
         with self._lock:
             self._indexes.clear()
             self._vector_cache.clear()

@@ -23,7 +23,8 @@ def text_key(text: str) -> str:
 
 
 class CachedEmbedder:
-    """Wraps an embedder (``name``, ``dimension``, ``encode``, ``encode_query``): document vectors
+    """Wraps an embedder (``name``, ``dimension``, ``encode``, ``encode_query``, and for word-by-word
+    matching ``encode_with_tokens`` / ``encode_query_tokens``): document vectors and token vectors
     come from ``folder`` when cached there, else from the embedder (and are saved by :meth:`save`)."""
 
     def __init__(self, embedder: Any, folder: Path) -> None:
@@ -40,6 +41,15 @@ class CachedEmbedder:
                 keys, vectors = data["keys"], data["vectors"]
             if vectors.ndim == 2 and vectors.shape[1] == self.dimension:  # else a stale file: rebuilt
                 self._vectors = {str(key): vector for key, vector in zip(keys, vectors, strict=True)}
+        # token vectors per (text, leading word pieces), float16: one array of all rows and each text's row span
+        self.tokens_file = Path(folder) / f"tokens-{text_key(self.name)[:12]}.npz"
+        self._tokens: dict[str, np.ndarray] = {}
+        if self.tokens_file.is_file():
+            with np.load(self.tokens_file) as data:
+                keys, rows, ends = data["keys"], data["rows"], data["ends"]
+            if rows.ndim == 2 and rows.shape[1] == self.dimension:
+                starts = np.concatenate([[0], ends[:-1]])
+                self._tokens = {str(key): rows[start:end] for key, start, end in zip(keys, starts, ends, strict=True)}
 
     def __len__(self) -> int:
         return len(self._vectors)
@@ -60,6 +70,29 @@ class CachedEmbedder:
     def encode_query(self, text: str) -> np.ndarray:
         return self.embedder.encode_query(text)  # never cached: the per-query latency includes it
 
+    def encode_query_tokens(self, text: str) -> tuple[np.ndarray, np.ndarray]:
+        return self.embedder.encode_query_tokens(text)  # never cached, as encode_query
+
+    def leading_pieces(self, text: str) -> int:
+        return self.embedder.leading_pieces(text)
+
+    def encode_with_tokens(self, texts: list[str], leading: list[int]) -> tuple[np.ndarray, list[np.ndarray]]:
+        import numpy as np
+
+        keys = [f"{text_key(text)}:{count}" for text, count in zip(texts, leading, strict=True)]
+        missing = {key: (text, count) for key, text, count in zip(keys, texts, leading, strict=True)
+                   if key not in self._tokens or text_key(text) not in self._vectors}
+        if missing:
+            fresh, tokens = self.embedder.encode_with_tokens([text for text, _ in missing.values()],
+                                                             [count for _, count in missing.values()])
+            for (key, (text, _)), vector, matrix in zip(missing.items(), fresh, tokens, strict=True):
+                self._vectors[text_key(text)] = vector
+                self._tokens[key] = matrix.astype(np.float16)
+            self._dirty = True
+        vectors = np.stack([self._vectors[text_key(text)] for text in texts]).astype(np.float32) if texts else \
+            np.zeros((0, self.dimension), dtype=np.float32)
+        return vectors, [self._tokens[key].astype(np.float32) for key in keys]
+
     def save(self) -> None:
         """Write the cache if anything was added (atomically: a stopped run leaves the old file)."""
         import numpy as np
@@ -72,4 +105,10 @@ class CachedEmbedder:
         partial = self.file.with_suffix(f".{os.getpid()}.partial.npz")
         np.savez(partial, keys=np.array(keys), vectors=np.stack([self._vectors[key] for key in keys]))
         partial.replace(self.file)
+        if self._tokens:
+            keys = sorted(self._tokens)
+            partial = self.tokens_file.with_suffix(f".{os.getpid()}.partial.npz")
+            np.savez(partial, keys=np.array(keys), rows=np.concatenate([self._tokens[key] for key in keys]),
+                     ends=np.cumsum([len(self._tokens[key]) for key in keys]))
+            partial.replace(self.tokens_file)
         self._dirty = False

@@ -1,0 +1,118 @@
+"""Each memory's token vectors, for word-by-word matching (``localqwen.retrieval.late_interaction``).
+
+Kept in a LanceDB table of their own beside the sentence vectors (rebuildable from SQLite like
+them): one row per memory and embedding model, the vectors of the memory's own words as int8
+bytes with a float32 scale per token (~13 KB a turn with MiniLM). This process keeps what it read
+or wrote, still int8, and turns only a query's candidates back into floats.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from localqwen.retrieval.late_interaction import dequantize, normalised, quantize
+
+if TYPE_CHECKING:
+    import numpy as np
+
+TOKEN_TABLE = "memory_token_vectors"
+
+Key = tuple[int, str]  # (memory id, fingerprint): an edited memory is matched on its new words
+
+
+class TokenVectors:
+    def __init__(self, folder: Path | None) -> None:
+        self.folder = folder
+        self._lock = threading.RLock()
+        self._kept: dict[str, dict[Key, tuple[bytes, bytes]]] = {}  # per model
+        self.appends = 0
+
+    def get(self, model: str, dimension: int, keys: list[Key]) -> tuple[np.ndarray, dict[Key, tuple[int, int]]]:
+        """The normalised token vectors of those of ``keys`` that are stored, one matrix for all of
+        them (a query's candidates are matched in one product), and each key's rows in it."""
+        with self._lock:
+            kept = self._kept.get(model)
+            if kept is None or sum(key not in kept for key in keys) > 16:  # first use, or another process wrote
+                kept = self._kept[model] = self._read(model)
+            found = list(dict.fromkeys(key for key in keys if key in kept))
+            values = b"".join(kept[key][0] for key in found)
+            scales = b"".join(kept[key][1] for key in found)
+            counts = [len(kept[key][1]) // 4 for key in found]  # a float32 scale per token
+        ends = itertools.accumulate(counts)
+        spans = {key: (end - count, end) for key, count, end in zip(found, counts, ends, strict=True)}
+        return normalised(dequantize(values, scales, dimension)), spans
+
+    def put(self, model: str, keys: list[Key], tokens: list[np.ndarray]) -> bool:
+        """Keep and store these memories' token vectors; False when the table write failed (a
+        concurrent commit): they stay kept here and are written again when next computed."""
+        rows = []
+        with self._lock:
+            kept = self._kept.setdefault(model, {})
+            for (memory_id, print_), matrix in zip(keys, tokens, strict=True):
+                values, scales = quantize(matrix)
+                kept[(memory_id, print_)] = (values, scales)
+                rows.append({"memory_id": memory_id, "model": model, "fingerprint": print_, "tokens": values,
+                             "scales": scales})
+        table = self._table()
+        if table is None or not rows:
+            return True
+        try:
+            table.add(rows)
+        except Exception:  # noqa: BLE001 - a cache: a failed write (a concurrent commit) is redone later
+            return False
+        self.appends += 1
+        return True
+
+    def delete(self, ids: list[int]) -> None:
+        with self._lock:
+            for kept in self._kept.values():
+                for key in [key for key in kept if key[0] in set(ids)]:
+                    del kept[key]
+        if self.folder is None or not (self.folder / f"{TOKEN_TABLE}.lance").exists():
+            return
+        self._table().delete(f"memory_id IN ({', '.join(str(int(i)) for i in ids)})")
+
+    def drop(self) -> None:
+        import lancedb
+
+        with self._lock:
+            self._kept.clear()
+        if self.folder is not None and self.folder.exists():
+            db = lancedb.connect(str(self.folder))
+            if TOKEN_TABLE in db.table_names():
+                db.drop_table(TOKEN_TABLE)
+
+    def table(self):
+        """The LanceDB table (None without a folder), for compaction."""
+        return self._table()
+
+    def _read(self, model: str) -> dict[Key, tuple[bytes, bytes]]:
+        table = self._table()
+        if table is None:
+            return {}
+        data = table.to_arrow().to_pydict()
+        return {(int(memory_id), print_): (values, scales)
+                for memory_id, row_model, print_, values, scales in zip(
+                    data["memory_id"], data["model"], data["fingerprint"], data["tokens"], data["scales"], strict=True)
+                if row_model == model}
+
+    def _table(self):
+        import lancedb
+        import pyarrow as pa
+
+        if self.folder is None:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        db = lancedb.connect(str(self.folder))
+        if TOKEN_TABLE in db.table_names():
+            return db.open_table(TOKEN_TABLE)
+        schema = pa.schema([pa.field("memory_id", pa.int64()), pa.field("model", pa.string()),
+                            pa.field("fingerprint", pa.string()), pa.field("tokens", pa.binary()),
+                            pa.field("scales", pa.binary())])
+        try:
+            return db.create_table(TOKEN_TABLE, schema=schema)
+        except (OSError, ValueError):  # another process created it first
+            return db.open_table(TOKEN_TABLE)
