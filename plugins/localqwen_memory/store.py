@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from localqwen.retrieval.bm25 import MemoizingTokenizer
+from localqwen_memory.lance_tables import open_or_create
 from localqwen_memory.token_vectors import TokenVectors
 
 if TYPE_CHECKING:
@@ -624,22 +625,11 @@ class MemoryStore:
         return self._vectors_for(memories)
 
     def _table(self):
-        import lancedb
         import pyarrow as pa
 
-        if self.vectors_dir is None:
-            return None
-        self.vectors_dir.mkdir(parents=True, exist_ok=True)
-        db = lancedb.connect(str(self.vectors_dir))
-        if VECTOR_TABLE in db.table_names():
-            return db.open_table(VECTOR_TABLE)
-        schema = pa.schema([pa.field("memory_id", pa.int64()), pa.field("model", pa.string()),
-                            pa.field("fingerprint", pa.string()),
-                            pa.field("vector", pa.list_(pa.float32()))])
-        try:
-            return db.create_table(VECTOR_TABLE, schema=schema)
-        except (OSError, ValueError):  # another process created it first
-            return db.open_table(VECTOR_TABLE)
+        return open_or_create(self.vectors_dir, VECTOR_TABLE, [
+            pa.field("memory_id", pa.int64()), pa.field("model", pa.string()), pa.field("fingerprint", pa.string()),
+            pa.field("vector", pa.list_(pa.float32()))])
 
     def _stored_vectors(self, model: str) -> dict[tuple[int, str], np.ndarray]:
         import numpy as np

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from localqwen.retrieval.late_interaction import dequantize, normalised, quantize
+from localqwen_memory.lance_tables import open_or_create
 
 if TYPE_CHECKING:
     import numpy as np
@@ -100,19 +101,8 @@ class TokenVectors:
                 if row_model == model}
 
     def _table(self):
-        import lancedb
         import pyarrow as pa
 
-        if self.folder is None:
-            return None
-        self.folder.mkdir(parents=True, exist_ok=True)
-        db = lancedb.connect(str(self.folder))
-        if TOKEN_TABLE in db.table_names():
-            return db.open_table(TOKEN_TABLE)
-        schema = pa.schema([pa.field("memory_id", pa.int64()), pa.field("model", pa.string()),
-                            pa.field("fingerprint", pa.string()), pa.field("tokens", pa.binary()),
-                            pa.field("scales", pa.binary())])
-        try:
-            return db.create_table(TOKEN_TABLE, schema=schema)
-        except (OSError, ValueError):  # another process created it first
-            return db.open_table(TOKEN_TABLE)
+        return open_or_create(self.folder, TOKEN_TABLE, [
+            pa.field("memory_id", pa.int64()), pa.field("model", pa.string()), pa.field("fingerprint", pa.string()),
+            pa.field("tokens", pa.binary()), pa.field("scales", pa.binary())])
