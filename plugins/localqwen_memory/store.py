@@ -658,9 +658,7 @@ class MemoryStore:
                 missing = [m for m in memories if (m.id, m.fingerprint) not in stored]
         if missing:
             if hasattr(embedder, "encode_with_tokens"):  # the token vectors come from the same forward pass
-                fresh, tokens = embedder.encode_with_tokens([index_text(m) for m in missing],
-                                                            [embedder.leading_pieces(m.statement) for m in missing])
-                self._tokens.put(embedder.name, [(m.id, m.fingerprint) for m in missing], tokens)
+                fresh = self._embed_with_tokens(missing)
             else:
                 fresh = embedder.encode([index_text(m) for m in missing])
             for memory, vector in zip(missing, fresh, strict=True):
@@ -681,14 +679,21 @@ class MemoryStore:
         matrix, spans = self._tokens.get(embedder.name, embedder.dimension, keys)
         missing = list({key: m for m, key in zip(memories, keys, strict=True) if key not in spans}.values())
         if missing:
-            _, tokens = embedder.encode_with_tokens([index_text(m) for m in missing],
-                                                    [embedder.leading_pieces(m.statement) for m in missing])
-            self._tokens.put(embedder.name, [(m.id, m.fingerprint) for m in missing], tokens)
+            self._embed_with_tokens(missing)
             matrix, spans = self._tokens.get(embedder.name, embedder.dimension, keys)
         similarities = query_tokens @ matrix.T
         empty = np.zeros(len(query_tokens), dtype=np.float32)
         return [similarities[:, start:end].max(axis=1) if end > start else empty
                 for start, end in (spans.get(key, (0, 0)) for key in keys)]
+
+    def _embed_with_tokens(self, memories: list[MemoryRecord]) -> np.ndarray:
+        """Embed these memories as search sees them (``index_text``), keep and store the token
+        vectors of their own words (the statement that text starts with); returns the sentence vectors."""
+        embedder = self.embedder
+        vectors, tokens = embedder.encode_with_tokens([index_text(m) for m in memories],
+                                                      [embedder.leading_pieces(m.statement) for m in memories])
+        self._tokens.put(embedder.name, [(m.id, m.fingerprint) for m in memories], tokens)
+        return vectors
 
     def _write_vectors(self, model: str, memories: list[MemoryRecord], vectors: np.ndarray) -> None:
         table = self._table()

@@ -29,7 +29,6 @@ class TokenVectors:
         self.folder = folder
         self._lock = threading.RLock()
         self._kept: dict[str, dict[Key, tuple[bytes, bytes]]] = {}  # per model
-        self.appends = 0
 
     def get(self, model: str, dimension: int, keys: list[Key]) -> tuple[np.ndarray, dict[Key, tuple[int, int]]]:
         """The normalised token vectors of those of ``keys`` that are stored, one matrix for all of
@@ -46,9 +45,9 @@ class TokenVectors:
         spans = {key: (end - count, end) for key, count, end in zip(found, counts, ends, strict=True)}
         return normalised(dequantize(values, scales, dimension)), spans
 
-    def put(self, model: str, keys: list[Key], tokens: list[np.ndarray]) -> bool:
-        """Keep and store these memories' token vectors; False when the table write failed (a
-        concurrent commit): they stay kept here and are written again when next computed."""
+    def put(self, model: str, keys: list[Key], tokens: list[np.ndarray]) -> None:
+        """Keep and store these memories' token vectors. A failed table write (a concurrent commit)
+        loses nothing this process needs: they stay kept here, and another process computes its own."""
         rows = []
         with self._lock:
             kept = self._kept.setdefault(model, {})
@@ -57,15 +56,13 @@ class TokenVectors:
                 kept[(memory_id, print_)] = (values, scales)
                 rows.append({"memory_id": memory_id, "model": model, "fingerprint": print_, "tokens": values,
                              "scales": scales})
-        table = self._table()
+        table = self.table()
         if table is None or not rows:
-            return True
+            return
         try:
             table.add(rows)
-        except Exception:  # noqa: BLE001 - a cache: a failed write (a concurrent commit) is redone later
-            return False
-        self.appends += 1
-        return True
+        except Exception:  # noqa: BLE001 - a cache: what is missing from it is computed again when needed
+            return
 
     def delete(self, ids: list[int]) -> None:
         with self._lock:
@@ -74,7 +71,7 @@ class TokenVectors:
                     del kept[key]
         if self.folder is None or not (self.folder / f"{TOKEN_TABLE}.lance").exists():
             return
-        self._table().delete(f"memory_id IN ({', '.join(str(int(i)) for i in ids)})")
+        self.table().delete(f"memory_id IN ({', '.join(str(int(i)) for i in ids)})")
 
     def drop(self) -> None:
         import lancedb
@@ -86,12 +83,8 @@ class TokenVectors:
             if TOKEN_TABLE in db.table_names():
                 db.drop_table(TOKEN_TABLE)
 
-    def table(self):
-        """The LanceDB table (None without a folder), for compaction."""
-        return self._table()
-
     def _read(self, model: str) -> dict[Key, tuple[bytes, bytes]]:
-        table = self._table()
+        table = self.table()
         if table is None:
             return {}
         data = table.to_arrow().to_pydict()
@@ -100,7 +93,8 @@ class TokenVectors:
                     data["memory_id"], data["model"], data["fingerprint"], data["tokens"], data["scales"], strict=True)
                 if row_model == model}
 
-    def _table(self):
+    def table(self):
+        """The LanceDB table (None without a folder; the store compacts it with its vectors)."""
         import pyarrow as pa
 
         return open_or_create(self.folder, TOKEN_TABLE, [
