@@ -79,6 +79,7 @@ from typing import Any
 from localqwen.vocabulary import events as ev
 from localqwen_memory.named_period import named_period, within
 from localqwen_memory.prompts import Prompts
+from localqwen_memory.relative_dates import with_dates
 from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
 
 PATH = "text"
@@ -99,7 +100,7 @@ class Recall:
         """The chat's "recall: <path>" step: which memories went into the prompt."""
         if self.hits:
             detail = "\n".join(f"#{h.memory.id} [{memory_date(h.memory.valid_from)}, {h.memory.source}, "
-                               f"{h.memory.kind}] {h.memory.statement}" for h in self.hits)
+                               f"{h.memory.kind}] {dated_statement(h.memory)}" for h in self.hits)
         else:
             detail = "nothing relevant remembered"
         if self.notes:
@@ -118,6 +119,12 @@ MONTHS = ("January", "February", "March", "April", "May", "June", "July", "Augus
 def memory_date(timestamp: float) -> str:
     """A memory's date in tables and the recall step (ISO: sorts and scans in a column)."""
     return time.strftime("%Y-%m-%d", time.localtime(timestamp))
+
+
+def dated_statement(memory: MemoryRecord) -> str:
+    """A memory's statement as recall shows it: each relative time ("last Friday") followed by the
+    date it meant, from when the memory was said (``relative_dates``); the stored text is unchanged."""
+    return with_dates(memory.statement, memory.valid_from)
 
 
 def spoken_date(timestamp: float) -> str:
@@ -292,7 +299,7 @@ def text_recall_prompt(hits: list[MemoryHit], persona: str, prompts: Prompts, *,
         # Newest first, as the prompt promises: on a contradiction the newer memory wins.
         ordered = sorted(hits, key=lambda h: -h.memory.valid_from)
         lines = "\n".join(prompts.format("recall", "memory", id=h.memory.id, date=spoken_date(h.memory.valid_from),
-                                         source=h.memory.source, text=h.memory.statement) for h in ordered)
+                                         source=h.memory.source, text=dated_statement(h.memory)) for h in ordered)
         system = prompts.format("recall", "system", today=today, persona=persona, memories=lines)
     else:
         system = prompts.format("recall", "empty", today=today, persona=persona)
