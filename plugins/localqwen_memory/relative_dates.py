@@ -13,7 +13,8 @@ yesterday", "last Friday", "next Friday", "3 days ago") becomes that day; a week
 the week around the date said ("the week before 15 July 2023") or the weekend's two days; a month or
 year ("last month", "next year", "two months ago") that month or year; a few weeks ("two weeks
 ago", "in three weeks") a day with "around"; vague counts ("a few days ago") stay vague, anchored
-("a few days before 15 July 2023"). Seasons, "this weekend", "this <weekday>" and a bare weekday
+("a few days before 15 July 2023"); a duration up to now ("I've been vegan for 5 years") its start
+("since about 2018"). Seasons, "this weekend", "this <weekday>" and a bare weekday
 ("on Friday") are left alone: whether they are past or coming depends on the tense, which a
 pattern does not read. Phrases that only look relative are left alone too: "the last week of
 June", "my last year of college", "the past year".
@@ -50,6 +51,11 @@ _PHRASE = re.compile(
     r")(?P<possessive>'s|’s)?(?!\w)(?! of\b)",
     re.IGNORECASE,
 )
+# "I've been vegan for 5 years (now)": a duration up to the day said, so it tells since when; only
+# after a present perfect in the same sentence ("I lived there for 3 years" tells nothing).
+_SINCE = re.compile(r"\bfor (?:about |almost |nearly |over |around |the (?:past|last) )?" + _COUNT
+                    + r" (year|month)s?(?: now)?(?!\w)", re.IGNORECASE)
+_PERFECT = re.compile(r"\b(?:have|has|'ve|’ve|been)\b", re.IGNORECASE)
 _OWNER = re.compile(r"(?:\b(?:my|your|his|her|its|our|their|the|a|that|this)|'s|’s)\s*$", re.IGNORECASE)
 
 
@@ -67,7 +73,18 @@ def with_dates(text: str, said_at: float) -> str:
         meant = _meaning(match, anchor)
         return f"{match.group(0)} ({meant})" if meant else match.group(0)
 
-    return _PHRASE.sub(annotate, text)
+    dated = _PHRASE.sub(annotate, text)
+
+    def since(match: re.Match[str]) -> str:
+        sentence = re.split(r"[.!?]\s", dated[: match.start()])[-1]
+        count_words, unit = match.group(1).lower(), match.group(2).lower()
+        if not _PERFECT.search(sentence) or count_words in _VAGUE:
+            return match.group(0)
+        count = int(count_words) if count_words.isdigit() else _NUMBERS[count_words]
+        start = str(anchor.year - count) if unit == "year" else _month(_add_months(anchor, -count))
+        return f"{match.group(0)} (since about {start})"
+
+    return _SINCE.sub(since, dated)
 
 
 def _meaning(match: re.Match[str], anchor: date) -> str | None:

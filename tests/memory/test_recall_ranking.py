@@ -113,6 +113,20 @@ def test_the_recall_prompt_writes_dates_as_people_do_and_takes_the_conversations
     assert "Today is 7 May 2023." in empty.system_prompt
 
 
+def test_recalled_memories_show_the_dates_their_relative_times_meant(tmp_path):
+    from datetime import datetime
+
+    store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
+    said = datetime(2023, 7, 15, 13, 0).timestamp()  # a Saturday
+    memory, _ = store.add("Caroline: I went to the adoption meeting last Friday", kind="turn", source_session=1,
+                          source_message=0, valid_from=said)
+    recall = text_recall(store, "adoption meeting", "default", Prompts.load(), k=1, now=said)
+    # A small model answers with the day a memory was said unless the prompt does the arithmetic.
+    assert "last Friday (Friday 14 July 2023)" in recall.system_prompt
+    assert "last Friday (Friday 14 July 2023)" in recall.step().detail
+    assert store.get(memory.id).text == "Caroline: I went to the adoption meeting last Friday"  # the words kept
+
+
 def test_named_period_reads_calendar_days_and_months_only():
     from datetime import date
 
