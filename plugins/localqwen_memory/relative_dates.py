@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from datetime import date, timedelta
 
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -59,77 +60,105 @@ _PERFECT = re.compile(r"\b(?:have|has|'ve|’ve|been)\b", re.IGNORECASE)
 _OWNER = re.compile(r"(?:\b(?:my|your|his|her|its|our|their|the|a|that|this)|'s|’s)\s*$", re.IGNORECASE)
 
 
+@dataclass(frozen=True)
+class RelativeTime:
+    """One relative time in a text: where it is, how it is shown, and the days it can mean."""
+
+    start: int  # the phrase's span in the text
+    end: int
+    shown: str  # what goes in the brackets: "Friday 14 July 2023", "the week before 15 July 2023"
+    first: date  # the days it can mean, both included (a vague one, "a few days ago", a guess)
+    last: date
+
+
 def with_dates(text: str, said_at: float) -> str:
     """``text`` with the date of each relative time it holds in brackets after it; ``said_at``: when
     it was said (a Unix time, read in local time as the memory's date is)."""
+    parts, done = [], 0
+    for found in relative_times(text, said_at):
+        parts += [text[done:found.end], f" ({found.shown})"]
+        done = found.end
+    return "".join(parts) + text[done:]
+
+
+def relative_times(text: str, said_at: float) -> list[RelativeTime]:
+    """The relative times in ``text`` (see the module's docstring), in order."""
     if not text:
-        return text
+        return []
     moment = time.localtime(said_at)
     anchor = date(moment.tm_year, moment.tm_mon, moment.tm_mday)
-
-    def annotate(match: re.Match[str]) -> str:
+    found: list[RelativeTime] = []
+    for match in _PHRASE.finditer(text):
         if re.match(r"(?i)last|next|this", match.group(0)) and _OWNER.search(text[: match.start()][-12:]):
-            return match.group(0)  # "my last year", "the next month": an ordinal, not a time
-        meant = _meaning(match, anchor)
-        return f"{match.group(0)} ({meant})" if meant else match.group(0)
-
-    dated = _PHRASE.sub(annotate, text)
-
-    def since(match: re.Match[str]) -> str:
-        sentence = re.split(r"[.!?]\s", dated[: match.start()])[-1]
+            continue  # "my last year", "the next month": an ordinal, not a time
+        shown, first, last = _meaning(match, anchor)
+        found.append(RelativeTime(match.start(), match.end(), shown, first, last))
+    for match in _SINCE.finditer(text):
+        sentence = re.split(r"[.!?]\s", text[: match.start()])[-1]
         count_words, unit = match.group(1).lower(), match.group(2).lower()
         if not _PERFECT.search(sentence) or count_words in _VAGUE:
-            return match.group(0)
+            continue
         count = int(count_words) if count_words.isdigit() else _NUMBERS[count_words]
-        start = str(anchor.year - count) if unit == "year" else _month(_add_months(anchor, -count))
-        return f"{match.group(0)} (since about {start})"
+        if unit == "year":
+            start = date(anchor.year - count, 1, 1)
+            shown, first, last = f"since about {start.year}", start, date(start.year, 12, 31)
+        else:
+            start = _add_months(anchor, -count)
+            shown, first, last = f"since about {_month(start)}", start, _month_end(start)
+        found.append(RelativeTime(match.start(), match.end(), shown, first, last))
+    return sorted(found, key=lambda item: item.start)
 
-    return _SINCE.sub(since, dated)
+
+Meant = tuple[str, date, date]
 
 
-def _meaning(match: re.Match[str], anchor: date) -> str | None:
+def _meaning(match: re.Match[str], anchor: date) -> Meant:
     kind = next(name for name, value in match.groupdict().items() if value and name != "possessive")
     phrase = match.group(kind).lower()
-    if kind == "before_yesterday":
-        return _day(anchor - timedelta(days=2))
-    if kind == "after_tomorrow":
-        return _day(anchor + timedelta(days=2))
-    if kind == "yesterday":
-        return _day(anchor - timedelta(days=1))
-    if kind == "today":
-        return _day(anchor)
-    if kind == "tomorrow":
-        return _day(anchor + timedelta(days=1))
+    if kind in ("before_yesterday", "after_tomorrow", "yesterday", "today", "tomorrow"):
+        offset = {"before_yesterday": -2, "after_tomorrow": 2, "yesterday": -1, "today": 0, "tomorrow": 1}[kind]
+        return _day(anchor + timedelta(days=offset))
     if kind == "weekday":
         return _weekday(phrase, anchor)
     if kind == "weekend":
         return _weekend(phrase, anchor)
     if kind == "period":
         return _period(phrase, anchor)
-    if kind in ("ago", "ahead"):
-        return _counted(phrase, anchor, ahead=kind == "ahead")
-    return None
+    return _counted(phrase, anchor, ahead=kind == "ahead")
 
 
-def _day(day: date) -> str:
-    return f"{day.day} {MONTHS[day.month - 1]} {day.year}"
+def _day(day: date) -> Meant:
+    return f"{day.day} {MONTHS[day.month - 1]} {day.year}", day, day
 
 
 def _month(day: date) -> str:
     return f"{MONTHS[day.month - 1]} {day.year}"
 
 
-def _weekday(phrase: str, anchor: date) -> str:
+def _month_end(day: date) -> date:
+    return _add_months(day, 1) - timedelta(days=1)
+
+
+def _whole_month(day: date) -> Meant:
+    first = date(day.year, day.month, 1)
+    return _month(first), first, _month_end(first)
+
+
+def _whole_year(year: int) -> Meant:
+    return str(year), date(year, 1, 1), date(year, 12, 31)
+
+
+def _weekday(phrase: str, anchor: date) -> Meant:
     """"last Friday": the latest Friday before the day said; "next Friday": the first one after it."""
     wanted = WEEKDAYS.index(phrase.split()[-1])
     if phrase.startswith("next"):
         day = anchor + timedelta(days=(wanted - anchor.weekday() - 1) % 7 + 1)
     else:
         day = anchor - timedelta(days=(anchor.weekday() - wanted - 1) % 7 + 1)
-    return f"{WEEKDAYS[wanted].capitalize()} {_day(day)}"
+    return f"{WEEKDAYS[wanted].capitalize()} {_day(day)[0]}", day, day
 
 
-def _weekend(phrase: str, anchor: date) -> str:
+def _weekend(phrase: str, anchor: date) -> Meant:
     """"last weekend": the Saturday and Sunday before the day said (a weekend said on its own
     Sunday is that one's previous); "next weekend": the first Saturday after it and its Sunday."""
     if phrase.startswith("next"):
@@ -139,39 +168,50 @@ def _weekend(phrase: str, anchor: date) -> str:
         saturday = sunday - timedelta(days=1)
     sunday = saturday + timedelta(days=1)
     if saturday.month == sunday.month:
-        return f"{saturday.day}-{sunday.day} {MONTHS[sunday.month - 1]} {sunday.year}"
-    return f"{_day(saturday)} - {_day(sunday)}"
+        return f"{saturday.day}-{sunday.day} {MONTHS[sunday.month - 1]} {sunday.year}", saturday, sunday
+    return f"{_day(saturday)[0]} - {_day(sunday)[0]}", saturday, sunday
 
 
-def _period(phrase: str, anchor: date) -> str:
+def _period(phrase: str, anchor: date) -> Meant:
     which, unit = phrase.rsplit(" ", 1)
     step = {"last": -1, "this past": -1, "this": 0, "next": 1}[which]
     if unit == "week":
-        return {-1: "the week before", 0: "the week of", 1: "the week after"}[step] + f" {_day(anchor)}"
+        said = _day(anchor)[0]
+        if step < 0:
+            return f"the week before {said}", anchor - timedelta(days=7), anchor - timedelta(days=1)
+        if step > 0:
+            return f"the week after {said}", anchor + timedelta(days=1), anchor + timedelta(days=7)
+        monday = anchor - timedelta(days=anchor.weekday())
+        return f"the week of {said}", monday, monday + timedelta(days=6)
     if unit == "month":
-        return _month(_add_months(anchor, step))
-    return str(anchor.year + step)
+        return _whole_month(_add_months(anchor, step))
+    return _whole_year(anchor.year + step)
 
 
-def _counted(phrase: str, anchor: date, *, ahead: bool) -> str:
+# A vague count ("a few days ago") as the days it most likely means: two to seven days, two to five
+# weeks, two to six months, two to six years.
+_VAGUE_SPAN = {"day": (2, 7), "week": (14, 35), "month": (60, 183), "year": (730, 2190)}
+
+
+def _counted(phrase: str, anchor: date, *, ahead: bool) -> Meant:
     words = phrase.split()
-    if ahead:
-        words = words[1:]  # "in"
-    else:
-        words = words[:-1]  # "ago"
+    words = words[1:] if ahead else words[:-1]  # without "in" / "ago"
     unit = words[-1].rstrip("s")
     count_words = " ".join(words[:-1])
-    if count_words in _VAGUE:
-        return f"{count_words} {unit}s {'after' if ahead else 'before'} {_day(anchor)}"
-    count = int(count_words) if count_words.isdigit() else _NUMBERS[count_words]
     sign = 1 if ahead else -1
+    if count_words in _VAGUE:
+        near, far = (anchor + timedelta(days=sign * days) for days in _VAGUE_SPAN[unit])
+        shown = f"{count_words} {unit}s {'after' if ahead else 'before'} {_day(anchor)[0]}"
+        return shown, min(near, far), max(near, far)
+    count = int(count_words) if count_words.isdigit() else _NUMBERS[count_words]
     if unit == "day":
         return _day(anchor + timedelta(days=sign * count))
     if unit == "week":
-        return "around " + _day(anchor + timedelta(weeks=sign * count))
+        middle = anchor + timedelta(weeks=sign * count)
+        return f"around {_day(middle)[0]}", middle - timedelta(days=3), middle + timedelta(days=3)
     if unit == "month":
-        return _month(_add_months(anchor, sign * count))
-    return str(anchor.year + sign * count)
+        return _whole_month(_add_months(anchor, sign * count))
+    return _whole_year(anchor.year + sign * count)
 
 
 def _add_months(day: date, months: int) -> date:
