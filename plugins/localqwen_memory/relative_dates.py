@@ -35,7 +35,10 @@ _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 
 _VAGUE = ("a few", "few", "several", "some")
 _UNITS = r"(day|week|month|year)s?"
 _COUNT = r"(\d{1,2}|a couple of|couple of|a few|few|several|some|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_WEEKDAY = r"(" + "|".join(WEEKDAYS) + r")"
+# Days as people shorten them in chat ("last Tues"); not "sun", which is also the word.
+_SHORT_DAYS = {"mon": 0, "tue": 1, "tues": 1, "wed": 2, "weds": 2, "thu": 3, "thur": 3, "thurs": 3, "fri": 4,
+               "sat": 5}
+_WEEKDAY = r"(" + "|".join(WEEKDAYS) + "|" + "|".join(sorted(_SHORT_DAYS, key=len, reverse=True)) + r")"
 # One alternation, longest phrases first, so "the day before yesterday" is not also "yesterday".
 _PHRASE = re.compile(
     r"\b(?:"
@@ -150,7 +153,8 @@ def _whole_year(year: int) -> Meant:
 
 def _weekday(phrase: str, anchor: date) -> Meant:
     """"last Friday": the latest Friday before the day said; "next Friday": the first one after it."""
-    wanted = WEEKDAYS.index(phrase.split()[-1])
+    name = phrase.split()[-1]
+    wanted = WEEKDAYS.index(name) if name in WEEKDAYS else _SHORT_DAYS[name]
     if phrase.startswith("next"):
         day = anchor + timedelta(days=(wanted - anchor.weekday() - 1) % 7 + 1)
     else:

@@ -19,7 +19,9 @@ MONDAY = datetime(2023, 1, 2, 9, 0).timestamp()  # Monday 2 January 2023: weeks 
     ("the day after tomorrow", "the day after tomorrow (17 July 2023)"),
     ("tonight we go", "tonight (15 July 2023) we go"),
     ("the adoption meeting last Friday!", "the adoption meeting last Friday (Friday 14 July 2023)!"),
-    ("last Saturday", "last Saturday (Saturday 8 July 2023)"),  # said on a Saturday: the one before
+    ("last Saturday", "last Saturday (Saturday 8 July 2023)"),
+    ("I joined a new group last Tues. So many", "I joined a new group last Tues (Tuesday 11 July 2023). So many"),
+    ("last Thurs we met", "last Thurs (Thursday 13 July 2023) we met"),  # said on a Saturday: the one before
     ("next Friday we meet", "next Friday (Friday 21 July 2023) we meet"),
     ("Last week I had a setback", "Last week (the week before 15 July 2023) I had a setback"),
     ("next week", "next week (the week after 15 July 2023)"),
@@ -53,6 +55,7 @@ def test_relative_times_get_their_dates(said, shown):
     "I've been at it for a few years",  # too vague to date
     "on Friday we talked",  # past or coming: the tense decides, a pattern cannot
     "this weekend",
+    "watching the last sun set",
     "at last",
     "Lastly, yesterdays",  # not the words
     "",
