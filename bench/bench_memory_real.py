@@ -287,6 +287,7 @@ def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], ar
                                              "f1_dates_as_words": round(statistics.mean(dated(r) for r in cat), 4)}
                              for c in CATEGORIES if (cat := [r for r in rows if r["category"] == c])},
             "f1_dates_as_words": round(statistics.mean(dated(r) for r in rows), 4),
+            "temporal_dates_agree": temporal_dates(rows),
             "prompt_tokens_mean": round(statistics.mean(r["prompt_tokens"] for r in rows), 1),
             "prompt_tokens_p95": round(percentile([r["prompt_tokens"] for r in rows], 95), 1),
             "seconds_mean": round(statistics.mean(seconds), 2), "seconds_median": round(statistics.median(seconds), 2)}
@@ -304,6 +305,18 @@ def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], ar
             if all(any(r["id"] == q["id"] and r["setting"] == s for r in records) for s in args.settings)]
     report["answered_in_every_setting"] = len(both)
     return report
+
+
+def temporal_dates(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Temporal answers judged by their dates, not their words: LoCoMo's answers are written from the
+    session ("The friday before 15 July 2023"), so its token F1 scores the day itself ("Friday 14
+    July 2023") below the wrong "15 July 2023". Over the temporal questions whose answer names a date
+    (``locomo_dates.answer_days``), the share whose answer names overlapping days."""
+    from localqwen_memory.locomo_dates import dates_agree
+
+    judged = [agree for r in rows if r["category"] == 2
+              if (agree := dates_agree(r["prediction"], r["answer"])) is not None]
+    return {"questions": len(judged), "share": round(sum(judged) / len(judged), 4) if judged else None}
 
 
 # ---------------------------------------------------------------- extraction coverage

@@ -36,6 +36,7 @@ def answer_days(answer: str) -> tuple[date, date] | None:
     """The days a LoCoMo temporal answer names, both included; None when it names no date."""
     text = re.sub(r"[.\s]+$", "", " ".join(str(answer).split())).lower()
     text = _MONTH_FIRST.sub(lambda m: f"{m.group(2)} {m.group(1)} {m.group(3)}", text)  # "october 13th, 2023"
+    text = re.sub(rf"^(?:on )?(?:{'|'.join(WEEKDAYS)}),? (?=\d)", "", text)  # "Friday 14 July 2023": the day
     try:
         if match := _BEFORE.match(text):
             what, side = match.group(1), match.group(2)
@@ -135,6 +136,16 @@ def evaluate_relative_dates(samples: list[dict[str, Any]]) -> dict[str, Any]:
         "with_several_dates_shown": sum(1 for row in relative if row["shown_spans"] > 1),
         "misses": [{k: row[k] for k in ("question", "answer")} for row in relative if not row["shown_agrees"]][:8],
     }
+
+
+def dates_agree(prediction: str, answer: str) -> bool | None:
+    """Whether a model's answer names days that overlap the days LoCoMo's answer names; None when
+    the LoCoMo answer names no date (an answer naming none, or another form, does not agree)."""
+    wanted = answer_days(answer)
+    if wanted is None:
+        return None
+    given = answer_days(prediction)
+    return given is not None and _overlap(given, wanted)
 
 
 def _overlap(span: tuple[date, date], wanted: tuple[date, date]) -> bool:

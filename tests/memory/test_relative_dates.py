@@ -130,3 +130,13 @@ def test_on_locomo_the_shown_dates_agree_with_the_answers_far_more_often_than_th
     # 2026-11-25, conversation 1: 96% against 4% (all ten: bench_memory_relative_dates.py, README)
     assert report["with_relative_time_shown_dates_agree"] >= 0.85
     assert report["with_relative_time_said_date_agrees"] <= 0.2
+
+
+def test_a_model_answer_is_judged_by_the_days_it_names():
+    from localqwen_memory.locomo_dates import dates_agree
+
+    assert dates_agree("Friday 14 July 2023", "The friday before 15 July 2023") is True
+    assert dates_agree("15 July 2023", "The friday before 15 July 2023") is False  # the day it was said
+    assert dates_agree("the week before 27 June 2023", "The week before 27 June 2023") is True
+    assert dates_agree("I do not know", "2022") is False
+    assert dates_agree("yesterday", "four months") is None  # the answer names no date: not judged
