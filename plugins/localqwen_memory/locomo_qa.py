@@ -25,7 +25,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from localqwen_memory.recall import MONTHS  # the prompt writes dates with the same month names
+from localqwen_memory.relative_dates import MONTHS  # the prompt writes dates with the same month names
 
 QA_CATEGORIES = (1, 2, 3, 4)  # category 5 (adversarial, unanswerable) is left out
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")

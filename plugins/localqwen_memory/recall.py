@@ -85,7 +85,7 @@ from typing import Any
 from localqwen.vocabulary import events as ev
 from localqwen_memory.named_period import named_period, within
 from localqwen_memory.prompts import Prompts
-from localqwen_memory.relative_dates import with_dates
+from localqwen_memory.relative_dates import MONTHS, with_dates
 from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
 
 PATH = "text"
@@ -116,10 +116,6 @@ class Recall:
 
     def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "memories": [h.memory.id for h in self.hits], "elapsed_ms": self.elapsed_ms}
-
-
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")  # English whatever the locale: the prompts are English
 
 
 def memory_date(timestamp: float) -> str:
