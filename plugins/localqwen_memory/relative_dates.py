@@ -17,7 +17,7 @@ ago", "in three weeks") a day with "around"; vague counts ("a few days ago") sta
 ("since about 2018"). Seasons, "this weekend", "this <weekday>" and a bare weekday
 ("on Friday") are left alone: whether they are past or coming depends on the tense, which a
 pattern does not read. Phrases that only look relative are left alone too: "the last week of
-June", "my last year of college", "the past year".
+June", "my last year of college", "the past year", "a month-long course".
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ _PHRASE = re.compile(
     r"|(?P<weekday>(?:last|next|this past) " + _WEEKDAY + r")"
     r"|(?P<weekend>(?:last|next|this past) weekend)"
     r"|(?P<period>(?:last|this|next|this past) (?:week|month|year))"
-    r")(?P<possessive>'s|’s)?(?!\w)(?! of\b)",
+    r")(?P<possessive>'s|’s)?(?![\w-])(?! of\b)",
     re.IGNORECASE,
 )
 # "I've been vegan for 5 years (now)": a duration up to the day said, so it tells since when; only

@@ -56,6 +56,7 @@ def test_relative_times_get_their_dates(said, shown):
     "on Friday we talked",  # past or coming: the tense decides, a pattern cannot
     "this weekend",
     "watching the last sun set",
+    "I'm in a month-long course",  # a compound, not "in a month"
     "at last",
     "Lastly, yesterdays",  # not the words
     "",
