@@ -72,10 +72,7 @@ def answer_days(answer: str) -> tuple[date, date] | None:
 
 def _around(what: str, side: str, said: date) -> tuple[date, date]:
     step = -1 if side == "before" else 1
-    if what == "week":
-        return (said - timedelta(days=7), said - timedelta(days=1)) if step < 0 else \
-            (said + timedelta(days=1), said + timedelta(days=7))
-    if what == "few days":
+    if what in ("week", "few days"):  # the seven days before (after) the day said
         return (said - timedelta(days=7), said - timedelta(days=1)) if step < 0 else \
             (said + timedelta(days=1), said + timedelta(days=7))
     if what == "weekend":
