@@ -27,8 +27,9 @@ import time
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
-          "November", "December")  # English whatever the locale: the prompts are English
+from localqwen_memory.named_period import MONTH_NAMES
+
+MONTHS = tuple(name.capitalize() for name in MONTH_NAMES)  # English whatever the locale: the prompts are English
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
             "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2}
@@ -106,8 +107,8 @@ def relative_times(text: str, said_at: float) -> list[RelativeTime]:
             start = date(anchor.year - count, 1, 1)
             shown, first, last = f"since about {start.year}", start, date(start.year, 12, 31)
         else:
-            start = _add_months(anchor, -count)
-            shown, first, last = f"since about {_month(start)}", start, _month_end(start)
+            start = add_months(anchor, -count)
+            shown, first, last = f"since about {_month(start)}", start, month_end(start)
         found.append(RelativeTime(match.start(), match.end(), shown, first, last))
     return sorted(found, key=lambda item: item.start)
 
@@ -138,13 +139,14 @@ def _month(day: date) -> str:
     return f"{MONTHS[day.month - 1]} {day.year}"
 
 
-def _month_end(day: date) -> date:
-    return _add_months(day, 1) - timedelta(days=1)
+def month_end(day: date) -> date:
+    """The last day of ``day``'s month."""
+    return add_months(day, 1) - timedelta(days=1)
 
 
 def _whole_month(day: date) -> Meant:
     first = date(day.year, day.month, 1)
-    return _month(first), first, _month_end(first)
+    return _month(first), first, month_end(first)
 
 
 def _whole_year(year: int) -> Meant:
@@ -188,7 +190,7 @@ def _period(phrase: str, anchor: date) -> Meant:
         monday = anchor - timedelta(days=anchor.weekday())
         return f"the week of {said}", monday, monday + timedelta(days=6)
     if unit == "month":
-        return _whole_month(_add_months(anchor, step))
+        return _whole_month(add_months(anchor, step))
     return _whole_year(anchor.year + step)
 
 
@@ -214,10 +216,11 @@ def _counted(phrase: str, anchor: date, *, ahead: bool) -> Meant:
         middle = anchor + timedelta(weeks=sign * count)
         return f"around {_day(middle)[0]}", middle - timedelta(days=3), middle + timedelta(days=3)
     if unit == "month":
-        return _whole_month(_add_months(anchor, sign * count))
+        return _whole_month(add_months(anchor, sign * count))
     return _whole_year(anchor.year + sign * count)
 
 
-def _add_months(day: date, months: int) -> date:
+def add_months(day: date, months: int) -> date:
+    """The first day of the month ``months`` after (before, when negative) ``day``'s."""
     index = day.year * 12 + day.month - 1 + months
     return date(index // 12, index % 12 + 1, 1)
