@@ -26,6 +26,7 @@ from localqwen_memory.recall import (
     text_recall,
     text_recall_prompt,
 )
+from localqwen_memory.relative_dates import relative_times
 from localqwen_memory.store import MemoryHit, MemoryRecord, MemoryStore
 from localqwen_memory.updates import forget_by_id, forget_matching, forget_request
 
@@ -36,16 +37,26 @@ if TYPE_CHECKING:
 MemorySettings = Any
 COMMANDS = "/memories, /search QUERY, /forget ID, /persona NAME, /help"
 HISTORY_MESSAGES = 8  # recent messages sent along: memory covers the rest
-BROWSER_COLUMNS = ["id", "kind", "memory", "date", "source", "status", "consolidation"]
+BROWSER_COLUMNS = ["id", "kind", "memory", "date", "times", "source", "status", "consolidation"]
 
 
 def browser_row(memory: MemoryRecord, score: float | None = None) -> list[Any]:
     """One memory as the browser tables show it (its source turn, and a consolidation badge)."""
     badge = {"pending": "○ pending", "consolidated": f"● {memory.adapter_id or 'consolidated'}",
              "excluded": "✕ excluded"}[memory.consolidation]
-    row = [memory.id, memory.kind, memory.statement if memory.status != "forgotten" else "(forgotten)",
-           memory_date(memory.valid_from), memory.source, memory.status, badge]
+    forgotten = memory.status == "forgotten"
+    row = [memory.id, memory.kind, memory.statement if not forgotten else "(forgotten)",
+           memory_date(memory.valid_from), "" if forgotten else times_meant(memory), memory.source,
+           memory.status, badge]
     return row if score is None else [*row, round(score, 4)]
+
+
+def times_meant(memory: MemoryRecord) -> str:
+    """The dates its relative times meant ("last Friday: Friday 14 July 2023"), as recall shows them
+    to the model. A column of its own: the memory's text stays as said, which is what is edited."""
+    text = memory.statement
+    return "; ".join(f"{text[found.start:found.end]}: {found.shown}"
+                     for found in relative_times(text, memory.valid_from))
 
 
 def memories_table(memories: list[MemoryRecord], title: str) -> ev.Table:

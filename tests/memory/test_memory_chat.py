@@ -31,11 +31,12 @@ def test_memory_chat_recalls_commands_and_forget(tiny_qwen3_path):
     assert counters["extraction_parse_failed"] >= 1 and counters["extraction_raw_fallback"] >= 1
     summary, latest = chats.panel("memory", session)  # the side panel every chat view shows
     assert dict(map(tuple, summary.rows))["extractions that kept only the raw turn"] >= 1
-    assert any("Porto" in row[2] and "pending" in row[6] for row in latest.rows)
+    column = {name: index for index, name in enumerate(latest.columns)}
+    assert any("Porto" in row[column["memory"]] and "pending" in row[column["consolidation"]] for row in latest.rows)
     listed = list(chats.send("memory", session, "/memories"))
     table = next(e for e in listed if isinstance(e, events.Table))
     porto = next(row for row in table.rows if "Porto" in row[2])
-    assert porto[4] == f"session {session}, message 0" and "pending" in porto[6]
+    assert porto[column["source"]] == f"session {session}, message 0" and "pending" in porto[column["consolidation"]]
     forgot = list(chats.send("memory", session, f"/forget {porto[0]}"))
     assert forgot[-1].status == "ok" and "Forgotten memory" in forgot[-1].summary
     assert porto[0] not in {h.memory.id for h in store.search("Ann Porto cello", k=10)}

@@ -29,6 +29,7 @@ def test_add_list_search_forget_export_import(tmp_path):
     table = next(e for e in events_of(listed) if e["kind"] == "table")
     assert table["columns"][:3] == ["id", "kind", "memory"] and "consolidation" in table["columns"]
     assert [row[2] for row in table["rows"]] == ["My favourite colour is green"]
+    assert table["rows"][0][table["columns"].index("times")] == ""  # no relative time in it
     found = done(runner.invoke(app, ["run", "memory", "search", "--query", "favourite colour", "--json"]))
     assert found["result"]["hits"][0]["text"] == "My favourite colour is green"
     out = tmp_path / "memories.json"
@@ -44,3 +45,19 @@ def test_add_list_search_forget_export_import(tmp_path):
     bad.write_text("[1, 2", encoding="utf-8")
     refused = runner.invoke(app, ["run", "memory", "import", "--input", str(bad), "--json"])
     assert refused.exit_code != 0 and "invalid JSON" in refused.output
+
+
+def test_browser_shows_the_dates_relative_times_meant():
+    """The browser keeps the memory as said (that is what is edited) and shows beside it the date
+    each relative time meant, as recall shows it to the model."""
+    import time
+
+    from localqwen_memory.relative_dates import relative_times
+
+    said = "We adopted a puppy last Friday"
+    done(runner.invoke(app, ["run", "memory", "add", "--text", said, "--persona", "dates", "--json"]))
+    listed = runner.invoke(app, ["run", "memory", "list", "--persona", "dates", "--json"])
+    table = next(e for e in events_of(listed) if e["kind"] == "table")
+    row = next(r for r in table["rows"] if r[2] == said)
+    expected = relative_times(said, time.time())[0].shown  # the Friday before today
+    assert expected.startswith("Friday ") and row[table["columns"].index("times")] == f"last Friday: {expected}"
