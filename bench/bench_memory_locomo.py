@@ -3,6 +3,8 @@
     .venv/bin/python bench/bench_memory_locomo.py --mode bm25      # all 10 conversations, seconds
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid    # + MiniLM vectors (the chat's default)
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --facts  # + LoCoMo's observations as facts
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --extracted /work/memory_real --limit 2
+                                                    # + the facts bench_memory_real.py extracted there
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --limit 1
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --subject-weight 0  # ablations of recall.RANKING
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --date-weight 0     # without dated recall
@@ -37,6 +39,9 @@ def main() -> None:
     parser.add_argument("--facts", action="store_true",
                         help="put LoCoMo's annotated observations beside the turns as facts (standing in for "
                              "what the extraction model stores); a recalled fact counts for its source turns")
+    parser.add_argument("--extracted", type=Path, default=None, metavar="WORK_DIR",
+                        help="put the facts a real model extracted beside the turns (the records of "
+                             "bench_memory_real.py --part extraction in WORK_DIR); a recalled fact counts for its turn")
     parser.add_argument("--session-weight", type=float, default=None,
                         help="ablation: another session share than the chat's (recall.RANKING)")
     parser.add_argument("--subject-weight", type=float, default=None,
@@ -68,6 +73,15 @@ def main() -> None:
         from localqwen_memory.recall import RANKING
 
         ranking = replace(RANKING, **changes)
+    if args.facts and args.extracted:
+        parser.error("--facts and --extracted are two sources of facts: choose one")
+    extracted = None
+    if args.extracted:
+        from localqwen_memory.locomo_facts import extraction_records
+
+        extracted = extraction_records(args.extracted)
+        if not extracted:
+            parser.error(f"no extraction records in {args.extracted} (bench_memory_real.py --part extraction)")
     samples = load(args.data)
     if args.limit:
         samples = samples[: args.limit]
@@ -80,7 +94,7 @@ def main() -> None:
         torch.set_num_threads(1)  # the per-query latency of one chat turn, not of a parallel batch
         embedder = get_embedder
     print(json.dumps(evaluate_locomo(samples, mode=args.mode, embedder=embedder, vector_cache=args.vector_cache,
-                                     facts=args.facts, ranking=ranking),
+                                     facts=args.facts, extracted=extracted, ranking=ranking),
                      indent=1))
 
 

@@ -65,6 +65,14 @@ sys.path.insert(0, str(ROOT / "plugins"))
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from localqwen_memory.locomo_facts import (  # noqa: E402 - after the path is set
+    add_extracted_facts,
+    extraction_records,
+    name_the_user,
+    read_jsonl,
+    records_path,
+)
+
 # Dates as LoCoMo's answers write them (day month year): the memory prompt shows ISO dates, which
 # a small model copies, and "2023-05-07" shares no token with "7 May 2023". No example date: with
 # "like 7 May 2023" the model answered "7 May 2023" to questions that were not about dates.
@@ -79,10 +87,6 @@ THRESHOLDS = (0.5, 0.6, 0.7, 0.8)  # 0.7 still let "Melanie is a counselor." mat
 QUOTED_THRESHOLD = 0.8
 
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
 def append_jsonl(path: Path, record: dict[str, Any]) -> None:
@@ -201,7 +205,8 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
                           file=sys.stderr, flush=True)
                 if "memory" in args.settings:
                     fill_store(store, turns, persona)
-                    facts_used += add_extracted_facts(store, extracted, sample)
+                    facts_used += sum(d.action in ("added", "superseded") for d, _ in
+                                      add_extracted_facts(store, extracted, persona, persona))
                 # Tail questions first, one after another: they share the long prefix in the KV cache.
                 for setting in [s for s in ("tail", "memory") if s in args.settings]:
                     for question, _ in [(q, s) for q, s in mine if s == setting]:
@@ -232,26 +237,6 @@ def run_qa(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     return qa_report(records, questions, args)
 
 
-def add_extracted_facts(store, extracted: list[dict[str, Any]], sample: dict[str, Any]) -> int:
-    """The facts ``--part extraction`` produced for this conversation, beside its raw turns, in
-    their order through the plugin's ``remember`` (duplicates skipped, contradictions superseded,
-    as the extraction store did). The extractor calls the one talking "the user" (in the chat
-    there is one); here both speakers are, so each fact names its turn's speaker, as the coverage
-    report compares them. Returns how many it added (new or superseding)."""
-    from localqwen_memory.updates import remember
-
-    added = 0
-    for record in sorted((r for r in extracted if r["conversation_id"] == sample["sample_id"]),
-                         key=lambda r: r["message_index"]):
-        for fact in record["facts"]:
-            text = name_the_user(fact["fact"], record["speaker"])
-            subject = record["speaker"].lower() if fact.get("subject") in (None, "", "user") else fact["subject"]
-            decision = remember(store, text, persona=sample["sample_id"], subject=subject,
-                                attribute=fact.get("attribute"), value=fact.get("value"),
-                                source_session=record["session"], source_message=record["message_index"],
-                                valid_from=record.get("at"))
-            added += decision.action in ("added", "superseded")
-    return added
 
 
 def qa_report(records: list[dict[str, Any]], questions: list[dict[str, Any]], args) -> dict[str, Any]:
@@ -388,18 +373,8 @@ def run_extraction(args, samples: list[dict[str, Any]]) -> dict[str, Any]:
     return extraction_report(records, plan, samples, args)
 
 
-def records_path(work_dir: Path, sample_id: str) -> Path:
-    """One records file (and one store) per conversation: two processes, each given one
-    conversation (``--conversation``) and the same --work-dir, never write the same file, and
-    the report and the QA read them all."""
-    return work_dir / "extraction" / f"{sample_id}.jsonl"
 
 
-def extraction_records(work_dir: Path) -> list[dict[str, Any]]:
-    """Every conversation's records in ``work_dir``, and those of a work dir from before the split
-    (one ``extraction.jsonl`` for all conversations), so a rerun there resumes instead of starting over."""
-    paths = [work_dir / "extraction.jsonl", *sorted((work_dir / "extraction").glob("*.jsonl"))]
-    return [record for path in paths if path.is_file() for record in read_jsonl(path)]
 
 
 def in_sessions(session: int, args) -> bool:
@@ -489,11 +464,6 @@ def extraction_report(records: list[dict[str, Any]], plan, samples, args) -> dic
     return report
 
 
-def name_the_user(text: str, speaker: str) -> str:
-    """The extraction prompt calls the one talking "the user"; LoCoMo's observations name them."""
-    import re
-
-    return re.sub(r"\b[Tt]he user\b", speaker, text)
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

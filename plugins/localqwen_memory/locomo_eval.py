@@ -111,13 +111,17 @@ TUNING_CONVERSATIONS = 5  # the ranking's parameters were picked on these only (
 
 
 def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextual: bool, k: int = 10,
-                          conversation: int = 0, facts: bool = False, ranking=None) -> list[dict]:
+                          conversation: int = 0, facts: bool = False, extracted: list[dict] | None = None,
+                          ranking=None) -> list[dict]:
     """Contextual turns are searched as the chat recalls (``rank_memories``); bare turns with plain
     BM25 (``store.search``), the baseline. ``facts``: LoCoMo's observations go in beside the turns as
-    facts (the chat keeps both), and a recalled fact counts for the turns it was drawn from."""
+    facts (the chat keeps both), and a recalled fact counts for the turns it was drawn from.
+    ``extracted``: the same with the facts a real model extracted (``locomo_facts``) instead."""
+    from localqwen_memory.locomo_facts import add_extracted_facts
     from localqwen_memory.recall import RANKING, rank_memories
 
-    persona = f"locomo-{sample['sample_id']}-{'ctx' if contextual else 'bare'}{'-facts' if facts else ''}"
+    kept = "-facts" if facts else "-extracted" if extracted is not None else ""
+    persona = f"locomo-{sample['sample_id']}-{'ctx' if contextual else 'bare'}{kept}"
     turns = turns_of(sample)
     ids = {memory_id: [turn_id] for turn_id, memory_id in fill_store(store, turns, persona,
                                                                      contextual=contextual).items()}
@@ -130,6 +134,13 @@ def evaluate_conversation(store, sample: dict[str, Any], *, mode: str, contextua
                                   source_session=fact["session"], source_message=first,
                                   valid_from=session_time(fact["date"]))
             ids[memory.id] = ids.get(memory.id, []) + fact["turns"]  # the same fact twice: both sources
+    if extracted is not None and contextual:
+        for decision, turn_id in add_extracted_facts(store, extracted, sample["sample_id"], persona):
+            if decision.memory is None or decision.memory.kind != "fact":
+                continue  # nothing stored (forgotten before), or the near-duplicate of a raw turn
+            sources = ids.setdefault(decision.memory.id, [])  # a fact drawn twice counts for both turns
+            if turn_id not in sources:
+                sources.append(turn_id)
 
     def search(question: str) -> list:
         if contextual:
@@ -181,10 +192,13 @@ def summarise(results: list[dict]) -> dict[str, Any]:
 
 
 def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embedder=None,
-                    vector_cache: Path | None = None, facts: bool = False, ranking=None) -> dict[str, Any]:
+                    vector_cache: Path | None = None, facts: bool = False, extracted: list[dict] | None = None,
+                    ranking=None) -> dict[str, Any]:
     """``embedder``: a zero-argument callable returning the embedder (hybrid mode). ``vector_cache``:
     a folder where the turns' vectors are kept between runs (queries are always embedded live).
     ``facts``: LoCoMo's annotated observations stand in for extracted facts beside the turns.
+    ``extracted``: extraction records (``locomo_facts.extraction_records``): the facts a real model
+    extracted go beside the turns instead (a conversation without records gets none).
     ``ranking``: other :class:`RankSettings` than the chat's, for ablations."""
     from localqwen.storage.database import Database
     from localqwen_memory.store import MemoryStore
@@ -206,7 +220,7 @@ def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embe
         try:
             for number, sample in enumerate(samples, 1):
                 ours_results += evaluate_conversation(ours, sample, mode=mode, contextual=True, conversation=number,
-                                                      facts=facts, ranking=ranking)
+                                                      facts=facts, extracted=extracted, ranking=ranking)
                 base_results += evaluate_conversation(plain, sample, mode="bm25", contextual=False,
                                                       conversation=number)
         finally:
@@ -215,7 +229,8 @@ def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embe
             database.close()
     report = summarise(ours_results)
     report["mode"] = mode
-    report["facts"] = "LoCoMo observations beside the turns" if facts else "none (raw turns only)"
+    report["facts"] = ("LoCoMo observations beside the turns" if facts else
+                       "extracted facts beside the turns" if extracted is not None else "none (raw turns only)")
     report["conversations"] = len(samples)
     if ranking is not None:
         report["ranking"] = repr(ranking)

@@ -32,3 +32,29 @@ def test_locomo_observations_as_facts_count_for_their_source_turns():
     report = evaluate_locomo([sample], mode="bm25", facts=True)
     assert report["facts"].startswith("LoCoMo observations") and report["questions"] > 100
     assert report["all_at_10"] > report["baseline"]["all_at_10"] and report["multi_hop"] > 0
+
+
+def test_locomo_extracted_facts_count_for_the_turn_they_were_drawn_from():
+    """``--extracted``: the records a real model's extraction left (one per turn, its facts calling
+    the speaker "the user") go beside the turns through ``remember``, and a recalled fact counts for
+    its turn. Here the records are made from LoCoMo's observations (no model on this machine): each
+    observation, written as the extractor writes, is a fact of the first turn it was drawn from. If
+    a recalled fact counted for nothing, the facts would only push turns out of the top ten."""
+    if not default_data().is_file():
+        pytest.skip(f"LoCoMo data absent: {default_data()}")
+    sample = load(default_data())[0]
+    turns = {turn["id"]: (index, turn) for index, turn in enumerate(turns_of(sample))}
+    records: dict[str, dict] = {}
+    for fact in observations_of(sample):
+        first = next((t for t in fact["turns"] if t in turns), None)
+        if first is None:
+            continue
+        index, turn = turns[first]
+        record = records.setdefault(first, {"conversation_id": sample["sample_id"], "turn": first,
+                                            "session": turn["session"], "message_index": index,
+                                            "speaker": turn["speaker"], "at": None, "facts": []})
+        record["facts"].append({"fact": fact["text"].replace(turn["speaker"], "The user", 1), "subject": "user"})
+    plain = evaluate_locomo([sample], mode="bm25")
+    report = evaluate_locomo([sample], mode="bm25", extracted=list(records.values()))
+    assert report["facts"] == "extracted facts beside the turns" and report["questions"] == plain["questions"]
+    assert report["all_at_10"] > plain["all_at_10"]

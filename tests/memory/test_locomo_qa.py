@@ -104,18 +104,19 @@ def test_the_bench_report_splits_categories_prompt_sizes_and_the_prefix_question
 
 
 def test_extracted_facts_join_the_qa_store_named_deduplicated_and_superseded(tmp_path):
-    """The real-model QA puts the extraction records' facts beside the raw turns through the
-    plugin's own ``remember`` on a real SQLite store: "the user" becomes the turn's speaker, a
-    repeated fact is not added twice, a contradiction supersedes the older value."""
-    from bench_scripts import bench_script
+    """The real-model QA and the retrieval evaluation put the extraction records' facts beside the
+    raw turns through the plugin's own ``remember`` on a real SQLite store: "the user" becomes the
+    turn's speaker, a repeated fact is not added twice, a contradiction supersedes the older value,
+    and each fact keeps the turn it came from."""
+    from localqwen_memory.locomo_facts import add_extracted_facts
     from localqwen_memory.store import MemoryStore
 
     from localqwen.storage.database import Database
 
-    bench = bench_script("bench_memory_real")
     store = MemoryStore(Database(tmp_path / "memory.sqlite3"))
     record = lambda index, speaker, text, attribute=None, value=None: {  # noqa: E731
-        "conversation_id": "conv-1", "session": 1, "message_index": index, "speaker": speaker, "at": 1.7e9,
+        "conversation_id": "conv-1", "turn": f"D1:{index + 1}", "session": 1, "message_index": index,
+        "speaker": speaker, "at": 1.7e9,
         "facts": [{"fact": text, "subject": "user", "attribute": attribute, "value": value}]}
     records = [record(0, "Ann", "The user lives in Paris.", "home city", "Paris"),
                record(1, "Bo", "The user lives in Rome.", "home city", "Rome"),  # another person: no conflict
@@ -123,7 +124,10 @@ def test_extracted_facts_join_the_qa_store_named_deduplicated_and_superseded(tmp
                record(3, "Bo", "The user has a dog called Rex."),
                record(4, "Ann", "The user moved to Berlin.", "home city", "Berlin"),
                {**record(5, "Cy", "Not this conversation."), "conversation_id": "conv-2"}]
-    assert bench.add_extracted_facts(store, records, {"sample_id": "conv-1"}) == 4
+    decisions = add_extracted_facts(store, records, "conv-1", "conv-1")
+    assert [d.action for d, _ in decisions] == ["added", "added", "added", "duplicate", "superseded"]
+    assert [turn for _, turn in decisions] == ["D1:1", "D1:2", "D1:3", "D1:4", "D1:5"]
+    assert decisions[3][0].memory.id == decisions[2][0].memory.id  # the repeat points at the first
     active = {m.text: m for m in store.list("conv-1")}
     assert set(active) == {"Bo lives in Rome.", "Bo has a dog called Rex.", "Ann moved to Berlin."}
     assert active["Ann moved to Berlin."].subject == "ann" and active["Ann moved to Berlin."].source_message == 4
@@ -160,6 +164,11 @@ def test_the_bench_extracts_chosen_conversations_and_names_an_unknown_one(tmp_pa
                                                            "path": "json", "failures": []}) + "\n", "utf-8")
     report = bench.main(["--part", "extraction", "--sessions", "0", "--work-dir", str(tmp_path), "--report-only"])
     assert report["turns_done"] == 2 and report["paths"]["json"] == 1
+    # a run killed mid-write leaves half a line at the end: left out (that turn is redone), not a crash
+    with (tmp_path / "extraction.jsonl").open("a", encoding="utf-8") as out:
+        out.write('{"conversation_id": "conv-')
+    report = bench.main(["--part", "extraction", "--sessions", "0", "--work-dir", str(tmp_path), "--report-only"])
+    assert report["turns_done"] == 2
     with pytest.raises(SystemExit):
         bench.main(["--part", "extraction", "--conversation", "conv-nope", "--report-only", "--work-dir", str(tmp_path)])
     assert "--conversation conv-nope is not among the first 2" in capsys.readouterr().err
