@@ -1,7 +1,8 @@
 """LoCoMo evidence recall of the memory chat's text recall vs plain BM25 over bare turns (issue 14).
 
     .venv/bin/python bench/bench_memory_locomo.py --mode bm25      # all 10 conversations, seconds
-    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid    # + MiniLM vectors (the chat's default)
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid    # + bge-small vectors (the chat's default)
+    .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --embedder offline:all-MiniLM-L6-v2  # + MiniLM's
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --facts  # + LoCoMo's observations as facts
     .venv/bin/python bench/bench_memory_locomo.py --mode hybrid --extracted /work/memory_real --limit 2
                                                     # + the facts bench_memory_real.py extracted there
@@ -12,11 +13,12 @@
                                                     # without word-by-word matching
 
 Prints the report as JSON: all_at_10, per category, session_all_at_5, p95_ms (one recall, the
-query's embedding included, one torch thread) and p95_cpu_ms (the same in CPU time, which a busy
+query's embedding included, one thread) and p95_cpu_ms (the same in CPU time, which a busy
 shared machine inflates less), the baseline measured in the same run, the ratios, and with more
 than five conversations the tuning half (1-5, where recall.py's weights were chosen) and the
 held-out half (6-10) apart. The turns' vectors are computed once and kept in --vector-cache (the
-chat keeps them in LanceDB); the first hybrid run embeds ~5,900 turns (~10 min on 2 busy cores)."""
+chat keeps them in LanceDB); the first hybrid run embeds ~5,900 turns (~5 min with bge on 2 cores,
+~10 with MiniLM on 2 busy cores)."""
 
 from __future__ import annotations
 
@@ -34,6 +36,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=default_data())
     parser.add_argument("--limit", type=int, default=0, help="first N conversations only (0 = all)")
     parser.add_argument("--mode", choices=["bm25", "hybrid"], default="bm25")
+    parser.add_argument("--embedder", default=None,
+                        help="the embedding model (default: the memory chat's, store.memory_embedder_name)")
     parser.add_argument("--vector-cache", type=Path, default=app_paths().cache_dir / "memory" / "locomo-vectors",
                         help="folder keeping the turns' vectors between runs")
     parser.add_argument("--facts", action="store_true",
@@ -53,13 +57,16 @@ def main() -> None:
                         help="ablation: another bonus for memories dated in the day or month the question names")
     parser.add_argument("--date-slack-days", type=int, default=None,
                         help="ablation: how many days outside that day or month a memory still counts")
+    parser.add_argument("--candidates", type=int, default=None,
+                        help="ablation: another number of the store's candidates re-scored")
     parser.add_argument("--token-weight", type=float, default=None,
                         help="ablation: another weight of each memory's word-by-word match with the question")
     parser.add_argument("--session-token-weight", type=float, default=None,
                         help="ablation: another weight of its session's word-by-word match")
     args = parser.parse_args()
     ranking = None
-    changes = {name: value for name, value in (("session_weight", args.session_weight),
+    changes = {name: value for name, value in (("candidates", args.candidates),
+                                                ("session_weight", args.session_weight),
                                                 ("subject_weight", args.subject_weight),
                                                 ("neighbour_penalty", args.neighbour_penalty),
                                                 ("date_weight", args.date_weight),
@@ -88,11 +95,15 @@ def main() -> None:
     embedder = None
     if args.mode == "hybrid":
         import torch
+        from localqwen_memory.store import memory_embedder_name
 
         from localqwen.retrieval.embeddings import get_embedder
 
         torch.set_num_threads(1)  # the per-query latency of one chat turn, not of a parallel batch
-        embedder = get_embedder
+        name = memory_embedder_name(args.embedder)
+
+        def embedder():
+            return get_embedder(name, threads=1)  # onnxruntime pinned to one thread as torch is
     print(json.dumps(evaluate_locomo(samples, mode=args.mode, embedder=embedder, vector_cache=args.vector_cache,
                                      facts=args.facts, extracted=extracted, ranking=ranking),
                      indent=1))

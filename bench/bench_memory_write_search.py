@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/bench_memory_write_search.py                 # 1, 3 and 10 LoCoMo conversations
     .venv/bin/python bench/bench_memory_write_search.py --sizes 1 --cycles 5
+    .venv/bin/python bench/bench_memory_write_search.py --embedder offline:all-MiniLM-L6-v2
 
 A persona is filled with the turns of the first N LoCoMo conversations (real text, as the LoCoMo
 bench fills it), then each cycle adds one turn of a conversation not in it and runs the chat's
@@ -11,7 +12,8 @@ write (``incremental_index = False``, what every write did before), the other ex
 memory. Both must recall the same memories in the same order (checked every cycle). Prints per size
 the median and p95 of a cycle in each, their ratio, and a recall without a write for reference.
 Vectors of the filled turns come from --vector-cache (as in bench_memory_locomo.py); a cycle's new
-memory and its question are embedded live, in both arms. One torch thread."""
+memory and its question are embedded live, in both arms, by the memory chat's embedder (bge-small
+where installed; ``--embedder`` for another). One thread (torch and onnxruntime)."""
 
 from __future__ import annotations
 
@@ -33,28 +35,34 @@ def main() -> None:
     parser.add_argument("--sizes", default="1,3,10", help="numbers of LoCoMo conversations in the persona")
     parser.add_argument("--cycles", type=int, default=20, help="write + recall cycles per size and arm")
     parser.add_argument("--vector-cache", type=Path, default=app_paths().cache_dir / "memory" / "locomo-vectors")
+    parser.add_argument("--embedder", default=None,
+                        help="the embedding model (default: the memory chat's, store.memory_embedder_name)")
     args = parser.parse_args()
     import torch
 
     torch.set_num_threads(1)  # one chat turn's latency, not a parallel batch's
     samples = load(args.data)
-    report = {"cycles": args.cycles, "sizes": []}
+    from localqwen_memory.store import memory_embedder_name
+
+    name = memory_embedder_name(args.embedder)
+    report = {"cycles": args.cycles, "embedder": name, "sizes": []}
     for size in (int(part) for part in args.sizes.split(",")):
-        report["sizes"].append(measure(samples, min(size, len(samples) - 1), args.cycles, args.vector_cache))
+        report["sizes"].append(measure(samples, min(size, len(samples) - 1), args.cycles, args.vector_cache, name))
         print(json.dumps(report["sizes"][-1]), flush=True)
     print(json.dumps(report, indent=1))
 
 
-def measure(samples: list[dict], conversations: int, cycles: int, vector_cache: Path) -> dict:
+def measure(samples: list[dict], conversations: int, cycles: int, vector_cache: Path,
+            embedder_name: str | None = None) -> dict:
     from localqwen_memory.locomo_eval import fill_store, turns_of
     from localqwen_memory.recall import rank_memories
-    from localqwen_memory.store import MemoryStore
+    from localqwen_memory.store import MemoryStore, memory_embedder_name
     from localqwen_memory.vector_cache import CachedEmbedder
 
     from localqwen.retrieval.embeddings import get_embedder
     from localqwen.storage.database import Database
 
-    embedder = CachedEmbedder(get_embedder(), vector_cache)
+    embedder = CachedEmbedder(get_embedder(memory_embedder_name(embedder_name), threads=1), vector_cache)
     newcomer = samples[conversations]  # its turns are the new memories, its questions the recalls
     new_turns = turns_of(newcomer)[:cycles]
     questions = [qa["question"] for qa in newcomer["qa"]][:cycles]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = ["torch", "transformers", "gradio", "textual", "lancedb", "peft", "trl", "sentence_transformers",
-         "llama_cpp", "numpy", "PIL", "datasets"]
+         "llama_cpp", "numpy", "PIL", "datasets", "onnxruntime"]
 
 
 def _modules_after(code: str) -> set[str]:

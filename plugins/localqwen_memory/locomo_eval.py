@@ -223,12 +223,14 @@ def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embe
                                                       facts=facts, extracted=extracted, ranking=ranking)
                 base_results += evaluate_conversation(plain, sample, mode="bm25", contextual=False,
                                                       conversation=number)
+            reader = ours.embedder_name if mode == "hybrid" and embedder is not None else None
         finally:
             for cache in cached:
                 cache.save()
             database.close()
     report = summarise(ours_results)
     report["mode"] = mode
+    report["embedder"] = reader
     report["facts"] = ("LoCoMo observations beside the turns" if facts else
                        "extracted facts beside the turns" if extracted is not None else "none (raw turns only)")
     report["conversations"] = len(samples)
@@ -247,7 +249,7 @@ def evaluate_locomo(samples: list[dict[str, Any]], *, mode: str = "hybrid", embe
 
 
 def run_suite(ctx, form) -> Iterator[Any]:
-    from localqwen.retrieval.embeddings import get_embedder
+    from localqwen_memory.store import memory_embedder
 
     path = Path(form.data).expanduser() if form.data else default_data()
     try:
@@ -259,7 +261,7 @@ def run_suite(ctx, form) -> Iterator[Any]:
     if form.conversations:
         samples = samples[: form.conversations]
     yield ev.Progress(done=0, total=len(samples), message=f"LoCoMo: {len(samples)} conversation(s), {form.mode}")
-    report = evaluate_locomo(samples, mode=form.mode, embedder=lambda: get_embedder(manager=ctx.device),
+    report = evaluate_locomo(samples, mode=form.mode, embedder=memory_embedder(ctx),
                              vector_cache=ctx.paths.cache_dir / "memory" / "locomo-vectors")
     base = report["baseline"]
     splits = report.get("splits", {})

@@ -41,7 +41,8 @@ class MemorySettings(BaseModel):
     extract: bool = Field(True, description="Extract facts from each turn in the background.")
     max_new_tokens: int = Field(512, ge=16, le=8192, description="Longest answer, in tokens.")
     extraction_max_new_tokens: int = Field(256, ge=32, le=4096, description="Longest extraction reply.")
-    embedding_model: str = Field("", description="Embedder for memory vectors; empty = bundled all-MiniLM-L6-v2.")
+    embedding_model: str = Field("", description="Embedder for memory vectors; empty = bundled bge-small-en-v1.5 "
+                                                   "(all-MiniLM-L6-v2 where that is not installed).")
     consolidate_every: str = Field("", description="Consolidate pending memories into the model every 30m/12h/3d/1w; "
                                                     "empty = on demand only. A run that fell due while the app "
                                                     "was closed runs at the next start.")

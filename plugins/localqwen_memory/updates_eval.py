@@ -111,14 +111,13 @@ def evaluate_updates(store, *, k: int = 6) -> dict[str, Any]:
 
 
 def run_suite(ctx, form) -> Iterator[Any]:
-    from localqwen.retrieval.embeddings import get_embedder
     from localqwen.storage.database import Database
-    from localqwen_memory.store import MemoryStore
+    from localqwen_memory.store import MemoryStore, memory_embedder
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="memory-updates-") as folder:
         database = Database(Path(folder) / "memory.sqlite3")
-        store = MemoryStore(database, Path(folder) / "vectors", embedder=lambda: get_embedder(manager=ctx.device))
+        store = MemoryStore(database, Path(folder) / "vectors", embedder=memory_embedder(ctx))
         yield ev.Progress(done=0, total=1, message="100 contradiction pairs, 100 forget requests")
         report = evaluate_updates(store)
         database.close()
