@@ -37,6 +37,9 @@ def main() -> int:
     parser.add_argument("--no-second-batch", action="store_true")
     parser.add_argument("--work", type=Path, default=None, help="folder for the model and adapters (kept)")
     parser.add_argument("--json-out", type=Path, default=None)
+    parser.add_argument("--embedder", default=None,
+                        help="the facts' embedder (default: memory_head.KEY_EMBEDDER, MiniLM, as the chat's "
+                             "consolidation keys memories)")
     args = parser.parse_args()
     facts = 20 if args.quick else args.facts
     recall_epochs = args.recall_epochs if args.recall_epochs is not None else (10.0 if args.quick else 2.0)
@@ -46,7 +49,7 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="lq-consolidation-"))
     report = run_proof(work, facts=facts, settings=settings,
                        pretrain_steps=args.pretrain_steps,  # 100 steps left the model unable to copy a name
-                       second_batch=not (args.quick or args.no_second_batch),
+                       second_batch=not (args.quick or args.no_second_batch), embedder=args.embedder,
                        log=lambda line: print(line, file=sys.stderr, flush=True))
     text = json.dumps(report, indent=2, default=str)
     print(text)

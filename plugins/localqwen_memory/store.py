@@ -619,10 +619,11 @@ class MemoryStore:
             return ""
         return self.embedder.name
 
-    def embeddings(self, ids: Iterable[int]) -> np.ndarray:
-        """The vectors of these memories (in order), embedding any not stored yet; for the memory head."""
+    def embeddings(self, ids: Iterable[int], embedder: Embedder | None = None) -> np.ndarray:
+        """The vectors of these memories (in order), embedding any not stored yet; for the memory head,
+        whose keys may come from another ``embedder`` than search reads with (kept per embedder)."""
         memories = [self.get(i) for i in ids]
-        return self._vectors_for(memories)
+        return self._vectors_for(memories, embedder)
 
     def _table(self):
         import pyarrow as pa
@@ -645,11 +646,13 @@ class MemoryStore:
                 found[(int(memory_id), print_)] = np.asarray(vector, dtype=np.float32)
         return found
 
-    def _vectors_for(self, memories: list[MemoryRecord]) -> np.ndarray:
-        """Vectors for these memories from LanceDB, embedding (and storing) the missing ones."""
+    def _vectors_for(self, memories: list[MemoryRecord], embedder: Embedder | None = None) -> np.ndarray:
+        """Vectors for these memories from LanceDB, embedding (and storing) the missing ones; by the
+        store's embedder (with its token vectors) unless another ``embedder`` is given."""
         import numpy as np
 
-        embedder = self.embedder
+        own = embedder is None or embedder.name == self.embedder_name
+        embedder = self.embedder if own else embedder
         with self._lock:
             stored = self._vector_cache.get(embedder.name)
             missing = [m for m in memories if stored is None or (m.id, m.fingerprint) not in stored]
@@ -657,7 +660,7 @@ class MemoryStore:
                 stored = self._vector_cache[embedder.name] = self._stored_vectors(embedder.name)
                 missing = [m for m in memories if (m.id, m.fingerprint) not in stored]
         if missing:
-            if hasattr(embedder, "encode_with_tokens"):  # the token vectors come from the same forward pass
+            if own and hasattr(embedder, "encode_with_tokens"):  # the token vectors come from the same forward pass
                 fresh = self._embed_with_tokens(missing)
             else:
                 fresh = embedder.encode([index_text(m) for m in missing])

@@ -129,22 +129,27 @@ def general_loss(model: Any, tokenizer: Any, rows: list[tuple[str, str]]) -> flo
 
 def run_proof(work: Path, *, facts: int = 300, settings: ConsolidationSettings | None = None,
               pretrain_steps: int = 300, second_batch: bool = True, swap: bool = True,
-              embed: Callable[[list[str]], Any] | None = None, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The whole proof; returns the numbers (see the module docstring)."""
+              embed: Callable[[list[str]], Any] | None = None, embedder: str | None = None,
+              log: Callable[[str], None] = print) -> dict[str, Any]:
+    """The whole proof; returns the numbers (see the module docstring). The facts' vectors come from
+    ``embed``, else from ``embedder`` (a model name), else from the embedder that keys consolidated
+    memories (``memory_head.KEY_EMBEDDER``), as the chat's consolidation does."""
     from localqwen_memory.consolidation.token_recall import TokenRecaller
     from localqwen_memory.consolidation.train import load_base
 
     work.mkdir(parents=True, exist_ok=True)
     base = build_proof_model(work / "base", pretrain_steps=pretrain_steps, log=log)
     if embed is None:
-        from localqwen.retrieval.embeddings import Embedder
+        from localqwen.retrieval.embeddings import get_embedder
+        from localqwen_memory.consolidation.memory_head import KEY_EMBEDDER
 
-        embedder = Embedder()
-        embed = embedder.encode
+        embedder = embedder or KEY_EMBEDDER
+        embed = get_embedder(embedder, threads=1).encode
     held_general = general_rows(200, seed=12345)
     train_general = general_rows(1000, seed=7)
     settings = settings or ConsolidationSettings(threads=1)
-    report: dict[str, Any] = {"model": PROOF_MODEL, "facts_per_batch": facts, "settings": vars(settings).copy()}
+    report: dict[str, Any] = {"model": PROOF_MODEL, "facts_per_batch": facts, "settings": vars(settings).copy(),
+                              "embedder": embedder or "given by the caller"}
 
     def progress(p: Any) -> None:
         if p.step == p.total or p.step % 25 == 0:

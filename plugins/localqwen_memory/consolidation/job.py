@@ -53,6 +53,8 @@ def _base_folder(ctx: Context, model: str) -> Path:
 
 
 def run_consolidation(ctx: Context, form: ConsolidateForm) -> Iterator[Any]:
+    from localqwen.retrieval.embeddings import get_embedder
+    from localqwen_memory.consolidation.memory_head import KEY_EMBEDDER
     from localqwen_memory.consolidation.synthetic import general_rows
     from localqwen_memory.consolidation.train import ConsolidationSettings, MemoryItem, consolidate
     from localqwen_memory.store import open_store
@@ -72,7 +74,7 @@ def run_consolidation(ctx: Context, form: ConsolidateForm) -> Iterator[Any]:
         previous = None
     keep_old = {str(r.id) for r in records if r.consolidation == "consolidated"}
     yield ev.Step(step="vectors", title=f"Vectors for {len(pending)} memories")
-    vectors = store.embeddings([r.id for r in pending])
+    vectors = store.embeddings([r.id for r in pending], embedder=get_embedder(KEY_EMBEDDER, manager=ctx.device))
     memories = [MemoryItem(str(r.id), r.statement, v) for r, v in zip(pending, vectors, strict=True)]
     output = ctx.data_dir / "consolidation" / form.persona / time.strftime("adapter-%Y%m%d-%H%M%S")
     settings = ConsolidationSettings(max_seconds=form.max_minutes * 60)
