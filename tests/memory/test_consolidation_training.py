@@ -146,6 +146,16 @@ def test_consolidate_action_runs_as_a_job_without_forgotten_memories(tmp_path, t
     assert {m.consolidation for m in (store.get(k.id) for k in kept)} == {"consolidated"}
     assert store.get(gone.id).consolidation == "excluded"
     assert set(engine.memory_slot.active.head.bank.ids) == {str(k.id) for k in kept}
+    # the bank is keyed by MiniLM's vectors (KEY_EMBEDDER), not by the store's search embedder (bge)
+    import numpy as np
+    from localqwen_memory.consolidation.memory_head import KEY_EMBEDDER
+
+    from localqwen.retrieval.embeddings import get_embedder
+
+    assert store.embedder_name != KEY_EMBEDDER
+    bank = engine.memory_slot.active.head.bank
+    minilm = store.embeddings([kept[0].id], embedder=get_embedder(KEY_EMBEDDER, manager=ctx.device))[0]
+    assert np.allclose(bank.vector(str(kept[0].id)).numpy(), minilm, atol=1e-5)
     again = list(bench.run("memory", "consolidate", {}))
     assert again[-1].result == {"consolidated": 0}
     # The chat now asks the swapped-in adapter first (token recall) and says what happened.
