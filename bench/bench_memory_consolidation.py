@@ -30,7 +30,7 @@ def main() -> int:
     parser.add_argument("--facts", type=int, default=300, help="facts per batch")
     parser.add_argument("--quick", action="store_true", help="20 facts, one batch, more epochs")
     parser.add_argument("--pretrain-steps", type=int, default=300)
-    parser.add_argument("--recall-epochs", type=float, default=None, help="default: 10 with --quick, else 2")
+    parser.add_argument("--recall-epochs", type=float, default=None, help="default: 10 with --quick, else 3")
     parser.add_argument("--mix-epochs", type=float, default=None, help="default: 120 with --quick, else 40")
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--max-seconds", type=float, default=600.0, help="time budget per consolidation")
@@ -42,7 +42,7 @@ def main() -> int:
                              "consolidation keys memories)")
     args = parser.parse_args()
     facts = 20 if args.quick else args.facts
-    recall_epochs = args.recall_epochs if args.recall_epochs is not None else (10.0 if args.quick else 2.0)
+    recall_epochs = args.recall_epochs if args.recall_epochs is not None else (10.0 if args.quick else 3.0)
     mix_epochs = args.mix_epochs if args.mix_epochs is not None else (120.0 if args.quick else 40.0)
     settings = ConsolidationSettings(recall_epochs=recall_epochs, mix_epochs=mix_epochs,
                                      learning_rate=args.learning_rate, max_seconds=args.max_seconds, threads=1)
