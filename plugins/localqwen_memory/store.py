@@ -651,8 +651,8 @@ class MemoryStore:
         store's embedder (with its token vectors) unless another ``embedder`` is given."""
         import numpy as np
 
-        own = embedder is None or embedder.name == self.embedder_name
-        embedder = self.embedder if own else embedder
+        own = embedder is None  # another embedder's vectors are kept without token vectors
+        embedder = self.embedder if embedder is None else embedder
         with self._lock:
             stored = self._vector_cache.get(embedder.name)
             missing = [m for m in memories if stored is None or (m.id, m.fingerprint) not in stored]
@@ -791,11 +791,11 @@ def memory_embedder_name(configured: str | None = None) -> str:
     MiniLM, README "Memory chat"), else, where that is not installed, the bundled MiniLM. Vectors
     are kept per embedder, so a change re-embeds the memories the first time they are searched."""
     from localqwen.retrieval.embeddings import DEFAULT_EMBEDDING_MODEL
-    from localqwen.retrieval.onnx_embedder import BGE_SMALL, bundled_bge_folder, onnx_runtime_available
+    from localqwen.retrieval.onnx_embedder import BGE_SMALL, bundled_bge_folder
 
     if configured:
         return configured
-    if bundled_bge_folder() is not None and onnx_runtime_available():
+    if bundled_bge_folder() is not None:
         return BGE_SMALL
     return DEFAULT_EMBEDDING_MODEL
 
