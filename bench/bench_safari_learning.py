@@ -76,6 +76,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--look", action="store_true",
                         help="the model looks before it replies: asked where each target is, its answers end the "
                              "reply's context (look.py); trained on both questions' rows")
+    parser.add_argument("--marking", action="store_true",
+                        help="tiny only, with --merge 1: train with the dedicated loop (tiny_training.py): the "
+                             "replies plus the marking and readout lessons on where the target is")
+    parser.add_argument("--marking-weight", type=float, default=1.0, help="with --marking: the marking lesson's weight")
+    parser.add_argument("--readout-weight", type=float, default=1.0, help="with --marking: the readout lesson's weight")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -116,6 +121,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--lora / --qlora adapt a pretrained Qwen3-VL: give --model (the tiny one trains from scratch)")
     if args.look and args.dagger_rounds:
         parser.error("--look and --dagger-rounds do not go together yet (DAgger's rows carry no look line)")
+    if args.marking and (not tiny or args.merge != 1):
+        parser.error("--marking trains the tiny model with a token per cell: use it with --merge 1 and no --model")
+    if args.marking and (args.dagger_rounds or args.look or args.grounding or args.grounding_warmup_steps
+                         or args.oversample != 1):
+        parser.error("--marking trains on the teacher's rows as they are: leave out --dagger-rounds, --look, "
+                     "--grounding, --grounding-warmup-steps and --oversample")
     if not tiny and not (args.lora or args.qlora):
         parser.error("a pretrained --model is adapted with --lora or --qlora (full fine-tuning is for the tiny one)")
     args.episodes = args.episodes or (40 if args.quick else 200)
@@ -152,10 +163,13 @@ def check_pretrained(model: str, qlora: bool) -> Path:
 
 # -- training -------------------------------------------------------------------------------------
 def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tuple[Path, dict[str, Any]]:
-    """One job through the trainer's runner with the ``safari`` data source (as ``localqwen train``)."""
+    """One job through the trainer's runner with the ``safari`` data source (as ``localqwen train``),
+    or with --marking the tiny model's own loop (tiny_training.py)."""
     from localqwen_safari.learning import train_on_expert
 
     tiny = args.model == "tiny"
+    if args.marking:
+        return train_marked(args, model, work)
     run = train_on_expert(model, work / "run", episodes=args.episodes, epochs=args.epochs, batch_size=args.batch_size,
                           oversample=args.oversample, grounding=args.grounding,
                           grounding_warmup_steps=args.grounding_warmup_steps, teacher=args.teacher,
@@ -184,6 +198,38 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
     if tiny and args.dagger_rounds:
         trained = dagger_rounds(args, trained, work, prompt, training)
     return trained, training
+
+
+def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Path, dict[str, Any]]:
+    """Vision warm-up, then the replies with the marking and readout lessons, inside --train-minutes."""
+    from dataclasses import asdict
+
+    from localqwen_safari.tiny_training import train_tiny
+    from localqwen_safari.vision_warmup import warm_up_vision
+
+    started = time.monotonic()
+    warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,
+                          on_step=lambda step, total, loss: print(
+                              f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
+                          if step % 100 == 0 or step == total else None)
+    print(f"vision warm-up: {warm.steps} steps on {warm.views} views in {warm.seconds:.0f} s; held-out cells right "
+          f"{warm.cell_accuracy:.3f}, animal cells {warm.animal_recall:.3f}", flush=True)
+    left = args.train_minutes - (time.monotonic() - started) / 60
+
+    def report(step: int, total: int, loss: float) -> None:
+        if step % 200 == 0:
+            print(f"  step {step}{f'/{total}' if total > 0 else ''}, replies' loss {loss:.4f}, "
+                  f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
+
+    run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, minutes=left,
+                     max_steps=args.max_steps, batch_size=args.batch_size, learning_rate=args.learning_rate,
+                     marking_weight=args.marking_weight, readout_weight=args.readout_weight, on_step=report)
+    summary = (f"{run.steps} steps of {args.batch_size} on {run.rows} rows; last 100 steps' losses: "
+               + ", ".join(f"{name} {value:.4f}" for name, value in run.losses.items()))
+    training = {"seconds": round(time.monotonic() - started, 1), "summary": summary, "steps": run.steps,
+                "stopped_by_budget": run.stopped_by_budget, "losses": run.losses,
+                "vision_warmup": {**asdict(warm), "model": str(warm.model)}}
+    return run.model, training
 
 
 def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str, training: dict[str, Any]) -> Path:

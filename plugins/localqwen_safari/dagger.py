@@ -25,6 +25,7 @@ from localqwen.vocabulary import events as ev
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, write_turn
 from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import BatchPolicy
+from localqwen_safari.look import look_targets, target_sentence
 from localqwen_safari.missions import Mission
 from localqwen_safari.policies import (
     Decision,
@@ -34,6 +35,7 @@ from localqwen_safari.policies import (
     notepad_sweep,
     notepad_text,
     route_text,
+    visible_animals,
 )
 
 
@@ -85,7 +87,8 @@ def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path
                     (out_dir / image_file).write_bytes(render_view(episode))
                     write_turn(seed_rows, chat_rows, prompt=prompt, episode=first + index, mission=episode.mission,
                                turn=episode.turn + 1, image_file=image_file, context=episode.context_text(),
-                               compact_context=episode.compact_context(), decision=expert_label(episode, teacher))
+                               compact_context=episode.compact_context(), decision=expert_label(episode, teacher),
+                               lead=target_sentence(look_targets(episode), episode.position, visible_animals(episode)))
                     rows += 1
                 decisions = policy.decide([group[index] for index in live])
                 for index, decision in zip(live, decisions, strict=True):

@@ -18,11 +18,11 @@ from typing import IO, Any
 
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
-from localqwen_safari.look import look_line, look_question, look_row, sighting, with_look
+from localqwen_safari.look import look_line, look_question, look_row, sighting, target_sentence, with_look
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, get_teacher
-from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, system_prompt
+from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, compact_user, system_prompt
 from localqwen_safari.world import SPECIES, Cell
 
 DATASET_FILE = "dataset.jsonl"
@@ -91,7 +91,8 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                     context, compact = with_look(context, line), with_look(compact, line)
                 write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
                            image_file=image_file, context=context, compact_context=compact,
-                           decision=turn.decision, results=[run.result for run in turn.runs], copies=copies)
+                           decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
+                           lead=target_sentence(turn.targets, turn.position, turn.animals_in_view))
                 rows += 1
                 training_rows += copies
                 if look:
@@ -116,11 +117,12 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
 
 def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: int, mission: Mission, turn: int,
                image_file: str, context: str, compact_context: str, decision: Decision,
-               results: list[str] | None = None, copies: int = 1) -> None:
+               results: list[str] | None = None, copies: int = 1, lead: str = "") -> None:
     """One turn as a line of each file: the seed's row (the full context and Thought, the
     situation the decision rested on, the results when the turn was played) and the chat row in
-    the ``prompt`` profile (``compact``: the compact context and Thought, no tool schema),
-    ``copies`` times (oversampling)."""
+    the ``prompt`` profile (``compact``: the compact context, then the view, and the compact
+    Thought led by ``lead``, the current target's sentence; no tool schema), ``copies`` times
+    (oversampling)."""
     calls = [{"name": name, "arguments": arguments} for name, arguments in decision.calls]
     seed_row = {"episode": episode, "mission": mission.id, "kind": mission.kind, "turn": turn,
                 "image_file": image_file, "system_prompt": SYSTEM_PROMPT, "context_text": context,
@@ -131,8 +133,8 @@ def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: 
     if prompt == "full":
         row = conversation_row(image_file, context, decision.thought, calls, tool_schemas(), system=SYSTEM_PROMPT)
     else:
-        row = conversation_row(image_file, compact_context, compact_thought(decision.thought), calls, None,
-                               system=system_prompt(prompt))
+        row = conversation_row(image_file, compact_context, compact_thought(decision.thought, lead), calls, None,
+                               system=system_prompt(prompt), image_last=True)
     chat_rows.write((json.dumps(row, ensure_ascii=False) + "\n") * copies)
 
 
@@ -169,14 +171,17 @@ def grounding_row(image: str, here: Cell, in_view: list[tuple[str, Cell]], promp
 
 
 def conversation_row(image: str, context: str, thought: str, calls: list[dict[str, Any]],
-                     tools: list[dict[str, Any]] | None, *, system: str = SYSTEM_PROMPT) -> dict[str, Any]:
+                     tools: list[dict[str, Any]] | None, *, system: str = SYSTEM_PROMPT,
+                     image_last: bool = False) -> dict[str, Any]:
     """One turn as a Qwen3-VL chat row: the tool calls are structured ``tool_calls`` (the chat
     template writes them as ``<tool_call>`` blocks), not text after the Thought. Without
-    ``tools`` the row has no schema (the compact profile)."""
+    ``tools`` the row has no schema (the compact profile). ``image_last``: the view after the
+    context, as the compact profile asks (prompts.compact_user)."""
     row: dict[str, Any] = {
         "messages": [
             {"role": "system", "content": system},
-            {"role": "user", "content": [{"type": "image", "image": image}, {"type": "text", "text": context}]},
+            {"role": "user", "content": compact_user(image, context) if image_last else
+                [{"type": "image", "image": image}, {"type": "text", "text": context}]},
             {"role": "assistant", "content": f"Thought: {thought}",
              "tool_calls": [{"type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}
                             for call in calls]},

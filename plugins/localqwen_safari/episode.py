@@ -124,7 +124,8 @@ class Episode:
 
     def compact_context(self, *, show_notepad: bool = True) -> str:
         """The same facts in far fewer tokens, for a tiny model trained from scratch (the
-        ``compact`` prompt profile): mission, turn, position, finds, notepad, last results. The
+        ``compact`` prompt profile): mission, turn, position, finds, notepad, last results, the
+        species to find now. The
         notepad as written, without bearings: with them in its context the tiny model's tool calls
         went wrong more often (valid calls 100% -> 90%, README "Learning proof")."""
         row, col = self.position
@@ -134,7 +135,11 @@ class Episode:
         lines += [f"{run.name}: {run.result}" for run in self.last_runs]
         if self.turn and not self.last_runs:
             lines.append("No tool call.")
+        # The species to find now, last: the compact profile puts the view image right after it,
+        # so each cell's image token can read which species is asked (README, "Marking the target").
+        lines.append(f"Find: {self.current_target}." if self.current_target else "Find: nothing more.")
         return "\n".join(lines)
+
 
     # -- playing -------------------------------------------------------------------------------
     def play_turn(self, calls: list[Call]) -> list[ToolRun]:

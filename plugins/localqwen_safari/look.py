@@ -48,6 +48,12 @@ def sighting(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> str:
     return f"The {species} is {offset_text(here, nearest)}."
 
 
+def target_sentence(targets: list[str], here: Cell, in_view: list[tuple[str, Cell]]) -> str:
+    """What the compact Thought begins with: the current target's :func:`sighting` ("No lion in
+    view." / "The lion is 2 rows down and 3 cols right."), or nothing once every target is found."""
+    return sighting(targets[0], here, in_view) if targets else ""
+
+
 def look_line(targets: list[str], here: Cell, in_view: list[tuple[str, Cell]]) -> str:
     """The look line a perfect look gives (training rows), map cells added."""
     return " ".join(pinned(sighting(species, here, in_view), here) for species in targets)

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from localqwen_safari.episode import VIEW, Episode, tool_schemas
 from localqwen_safari.look import look_conversation, look_targets, pinned, with_look
 from localqwen_safari.policies import Decision
-from localqwen_safari.prompts import system_prompt
+from localqwen_safari.prompts import compact_user, system_prompt
 from localqwen_safari.render import render_view
 from localqwen_safari.world import SPECIES_LETTER
 
@@ -59,7 +59,8 @@ def model_messages(episode: Episode, *, image: str | None, hide_notepad: bool = 
         episode.compact_context(show_notepad=not hide_notepad)
     context = with_look(context, look)
     if image is not None:
-        user: Any = [{"type": "image", "image": image}, {"type": "text", "text": context}]
+        user: Any = compact_user(image, context) if prompt == "compact" else \
+            [{"type": "image", "image": image}, {"type": "text", "text": context}]
     else:
         user = f"{TEXT_VIEW_NOTE}\n{text_view(episode)}\n{context}"
     return [{"role": "system", "content": system_prompt(prompt)}, {"role": "user", "content": user}]

@@ -73,7 +73,7 @@ def test_collected_rows_are_training_rows_of_the_states_the_policy_reached(tmp_p
     assert mixed == 2 * len(chat)
     rows = read_rows(tmp_path / "mix.jsonl")
     assert validate_rows(rows).ok
-    image = rows[0]["messages"][1]["content"][0]["image"]
+    image = rows[0]["messages"][1]["content"][1]["image"]  # the compact profile: context, then the view
     assert image.startswith("/") and image.endswith(seeds[0]["image_file"].split("/")[-1])
 
 

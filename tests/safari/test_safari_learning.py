@@ -11,9 +11,11 @@ import pytest
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
 from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import Tally, evaluate, evaluate_lockstep
+from localqwen_safari.look import target_sentence
 from localqwen_safari.missions import Mission, mission_for_seed
 from localqwen_safari.model_policy import model_messages
-from localqwen_safari.policies import Decision, greedy, thought_consistent
+from localqwen_safari.playing import play_turns
+from localqwen_safari.policies import Decision, expert, greedy, thought_consistent
 from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, compact_thought, system_prompt
 
 from localqwen.training.data import read_rows, validate_rows
@@ -56,13 +58,22 @@ def test_compact_rows_train_on_the_text_the_compact_policy_reads(tmp_path):
     assert system["content"] == COMPACT_SYSTEM_PROMPT
     mission = mission_for_seed("find-one", 700)
     episode = Episode.start(mission)
-    assert user["content"][1]["text"] == episode.compact_context()
+    # the context first, ending with the species to find now, then the view (prompts.compact_user)
+    assert user["content"][0]["text"] == episode.compact_context()
+    assert user["content"][0]["text"].endswith(f"\nFind: {mission.targets[0]}.")
+    assert user["content"][1]["type"] == "image"
     # what the model policy asks at evaluation is the same conversation
     asked = model_messages(episode, image="view.png", prompt="compact")
-    assert asked[0] == system and asked[1]["content"][1] == user["content"][1]
-    for row, seed_row in zip(rows, seed_rows, strict=True):
+    assert asked[0] == system and asked[1]["content"][0] == user["content"][0]
+    assert asked[1]["content"][1] == {"type": "image", "image": "view.png"}
+    # each Thought begins with the current target's sentence on that turn's view
+    leads = [target_sentence(turn.targets, turn.position, turn.animals_in_view)
+             for index, kind in enumerate(("find-one", "find-two"))
+             for turn in play_turns(Episode.start(mission_for_seed(kind, 700 + index)), expert)]
+    assert len(leads) == len(rows) and any(lead.startswith("The ") for lead in leads)
+    for row, seed_row, lead in zip(rows, seed_rows, leads, strict=True):
         thought = row["messages"][2]["content"].removeprefix("Thought: ")
-        assert thought == compact_thought(seed_row["thought"])
+        assert thought == compact_thought(seed_row["thought"], lead) and thought.startswith(lead)
         calls = [(call["function"]["name"], call["function"]["arguments"]) for call in row["messages"][2]["tool_calls"]]
         assert thought_consistent(Decision(thought, calls)), thought
     # dataset.jsonl (the seed's format) keeps the full prompt, context and Thought
@@ -76,7 +87,8 @@ def test_compact_context_and_thought():
     assert text.splitlines() == ["find-two: lion then zebra. Turn 2/25. At (1, 1). Found: nothing.",
                                  "Notepad: Seen: lion at (0, 0).",
                                  "update_notepad: notepad updated (21 characters)",
-                                 "move: moved left 1 step, now at row 1, col 1"]
+                                 "move: moved left 1 step, now at row 1, col 1",
+                                 "Find: lion."]  # the species to find now, last: the view comes right after it
     assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
     # the full context shows each sighting's bearing from here; the compact one the notepad as written
     assert "Notepad: Seen: lion at (0, 0) [1 up 1 left]." in episode.context_text()
@@ -88,6 +100,13 @@ def test_compact_context_and_thought():
         "The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
     assert compact_thought("I see no animals. I have not seen a lion yet. I follow the route in my notepad to "
                            "(3, 4). I move up 2 steps to explore.") == "I move up 2 steps to explore."
+    # led by the target's sentence: said once when the target is in view, before a remembered place
+    assert compact_thought("I see a lion at (0, 0). The lion (in view) is at (0, 0), 1 row up and 1 col left. "
+                           "I move left 1 step towards it.", "The lion is 1 row up and 1 col left.") == \
+        "The lion is 1 row up and 1 col left. I move left 1 step towards it."
+    assert compact_thought("I see no animals. The zebra (remembered from my notepad) is at (5, 9), 4 rows down. "
+                           "I move down 3 steps towards it.", "No zebra in view.") == \
+        "No zebra in view. The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
     with pytest.raises(ValueError, match="unknown prompt profile 'tiny'"):
         system_prompt("tiny")
 

@@ -66,7 +66,7 @@ def test_generate_with_look_writes_the_reply_with_its_look_line_and_the_look_row
     # the look rows after it ask about the target (question first, then the view) and maybe about
     # one other species in view.
     episode = Episode.start(mission_for_seed("find-one", 500))
-    first_reply_text = replies[0]["messages"][1]["content"][1]["text"]
+    first_reply_text = replies[0]["messages"][1]["content"][0]["text"]  # compact: the context, then the view
     assert first_reply_text == with_look(episode.compact_context(), true_look(episode))
     assert seed_rows[0]["context_text"] == with_look(episode.context_text(), true_look(episode))
     in_view = visible_animals(episode)
@@ -126,7 +126,7 @@ def test_a_looking_policy_asks_where_each_target_is_before_its_reply(tiny_qwen3_
     assert all(conversation[1]["content"][1]["type"] == "image" for conversation in looked)
     assert len(policy.looks) == 2
     for episode, look, conversation in zip(episodes, policy.looks, replied, strict=True):
-        assert conversation == model_messages(episode, image=conversation[1]["content"][0]["image"],
+        assert conversation == model_messages(episode, image=conversation[1]["content"][1]["image"],
                                               prompt="compact", look=look)
         assert look == look.strip() and "  " not in look  # what the look said, no blank answers
 

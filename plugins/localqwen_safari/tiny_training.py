@@ -1,0 +1,231 @@
+"""Training the tiny safari model: the replies, plus two dense lessons on where the target is.
+
+Trained on the replies alone, a from-scratch Qwen3-VL of under a million weights never learned to
+say whether the target is in its view (README, "Marking the target"): one reply in six has the
+target in view, and its first word ("The" or "No") is the only place the replies teach it. The
+compact profile puts the view after the context, whose last line names the species to find now,
+so every cell's image token can read the species asked. Two auxiliary heads give the decoder the
+lesson in dense form, as the vision warm-up gave the vision tower its cells:
+
+- **marking**: after the first decoder layer, every image token says whether its cell holds the
+  current target (100 labels a row, on every row);
+- **readout**: at every position of the Thought's first sentence, after the second layer, the
+  hidden state says which view row and col hold the nearest target (rows with the target in view).
+
+Both heads are thrown away; the model folder written is an ordinary Qwen3-VL that plays through
+the same ``ModelPolicy`` as any other. The vision tower stays frozen (it is warmed up first,
+vision_warmup.py), so each view's image features are computed once before the first step instead
+of on every step. The rows are the ``safari`` data source's compact rows (dataset.write_turn),
+built here in memory with their labels.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from localqwen_safari.episode import VIEW, VIEW_BEFORE
+from localqwen_safari.world import Cell
+
+MARK_POSITIVE_WEIGHT = 20.0  # a target covers one cell of a hundred, on one row in six
+
+
+@dataclass
+class TinyRow:
+    view: bytes  # the view PNG
+    messages: list[dict[str, Any]]  # the compact conversation row (dataset.conversation_row)
+    marks: list[float]  # per view cell, row by row: 1.0 where the current target stands
+    nearest: tuple[int, int] | None  # view (row, col) of the nearest target in view
+
+
+@dataclass
+class TinyRun:
+    model: Path
+    steps: int
+    seconds: float
+    stopped_by_budget: bool
+    rows: int
+    losses: dict[str, float] = field(default_factory=dict)  # the last 100 steps' means: replies, marking, readout
+
+
+def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]) -> tuple[list[float], tuple[int, int] | None]:
+    """Per view cell whether it holds ``target``, and the view cell of the nearest one (nearest as
+    look.sighting picks it, so it is the one the Thought's first sentence names)."""
+    marks = [0.0] * (VIEW * VIEW)
+    top, left = here[0] - VIEW_BEFORE, here[1] - VIEW_BEFORE
+    cells = [cell for species, cell in in_view if species == target]
+    for r, c in cells:
+        marks[(r - top) * VIEW + (c - left)] = 1.0
+    if not cells:
+        return marks, None
+    r, c = min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
+    return marks, (r - top, c - left)
+
+
+def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
+    """The teacher's episodes as compact rows with their labels (the data source's rows, in memory)."""
+    from localqwen_safari.dataset import conversation_row
+    from localqwen_safari.episode import Episode
+    from localqwen_safari.look import target_sentence
+    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.playing import play_turns
+    from localqwen_safari.policies import get_teacher
+    from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, compact_thought
+
+    policy = get_teacher(teacher)
+    kinds = list(KINDS)
+    rows = []
+    for index in range(episodes):
+        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
+        for turn in play_turns(episode, policy, render=True):
+            assert turn.view is not None
+            lead = target_sentence(turn.targets, turn.position, turn.animals_in_view)
+            calls = [{"name": name, "arguments": arguments} for name, arguments in turn.decision.calls]
+            row = conversation_row("view.png", turn.compact_context, compact_thought(turn.decision.thought, lead),
+                                   calls, None, system=COMPACT_SYSTEM_PROMPT, image_last=True)
+            marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position,
+                                          turn.animals_in_view)
+            rows.append(TinyRow(turn.view, row["messages"], marks, nearest))
+    return rows
+
+
+def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | None = None,
+               teacher: str = "expert", minutes: float | None = None, max_steps: int = -1,
+               batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
+               readout_weight: float = 1.0, seed: int = 0,
+               on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
+    """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
+    teacher's episodes with the replies' loss plus ``marking_weight`` x marking and
+    ``readout_weight`` x readout (0 turns a lesson off); stop after ``max_steps`` steps or when
+    ``minutes`` (counted from the call, so the rows and the features come out of it) run out.
+    ``on_step(step, max_steps, loss)`` reports progress (max_steps -1: bounded by time only).
+    Writes the model to ``out/final``."""
+    import torch
+    from PIL import Image
+    from transformers import AutoModelForImageTextToText, AutoProcessor
+    from transformers.models.qwen3_vl.modeling_qwen3_vl import BaseModelOutputWithDeepstackFeatures
+
+    from localqwen_safari.dataset import TRAIN_SEED_START
+
+    started = time.monotonic()
+    deadline = started + minutes * 60 if minutes is not None else None
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    rows = tiny_rows(episodes, seed_start=TRAIN_SEED_START if seed_start is None else seed_start, teacher=teacher)
+    if not rows:
+        raise ValueError("no rows to train on: give at least one episode")
+    processor = AutoProcessor.from_pretrained(model_dir)
+    model = AutoModelForImageTextToText.from_pretrained(model_dir, dtype=torch.float32)
+    config = model.config
+    merge = config.vision_config.spatial_merge_size
+    if merge != 1:
+        raise ValueError(f"marking needs one image token per cell (spatial_merge_size 1), this model merges {merge}x{merge}: "
+                         "build it with build_tiny_model(merge=1)")
+    if config.text_config.num_hidden_layers < 3:
+        raise ValueError("the marking (layer 1) and readout (layer 2) lessons need at least 3 decoder layers")
+    tokenizer = processor.tokenizer
+    image_id, im_start = config.image_token_id, tokenizer.convert_tokens_to_ids("<|im_start|>")
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    cells = VIEW * VIEW
+
+    # The frozen tower's features of every view, once (fp16 keeps 35,000 views at ~1.3 GB).
+    visual = model.model.visual
+    visual.requires_grad_(False)
+    features, deepstack = [], []
+    with torch.no_grad():
+        for first in range(0, len(rows), 256):
+            images = [Image.open(io.BytesIO(row.view)).convert("RGB") for row in rows[first:first + 256]]
+            encoded = processor.image_processor(images=images, return_tensors="pt")
+            output = visual(encoded["pixel_values"], grid_thw=encoded["image_grid_thw"], return_dict=True)
+            features.append(output.pooler_output.reshape(len(images), cells, -1).half())
+            deepstack.append(torch.stack([layer.reshape(len(images), cells, -1) for layer in output.deepstack_features], 1).half())
+    all_features, all_deepstack = torch.cat(features), torch.cat(deepstack)
+
+    # Token ids, where the reply starts, and the span of the Thought's first sentence.
+    dots = {token for token in range(len(tokenizer)) if "." in tokenizer.decode([token])}
+    encoded_rows = []
+    for row in rows:
+        text = processor.apply_chat_template(row.messages, tokenize=False)
+        ids = tokenizer(text.replace("<|image_pad|>", "<|image_pad|>" * cells))["input_ids"]
+        reply = max(i for i, token in enumerate(ids) if token == im_start) + 3  # after "<|im_start|>assistant\n"
+        first_end = next((i for i in range(reply, len(ids)) if ids[i] in dots), reply)
+        encoded_rows.append((ids, reply, first_end))
+
+    hidden = config.text_config.hidden_size
+    mark_head, readout_head = torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 2 * VIEW)
+    trained = [p for p in model.parameters() if p.requires_grad] + [*mark_head.parameters(), *readout_head.parameters()]
+    optimiser = torch.optim.AdamW(trained, lr=learning_rate, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimiser, lambda s: min(1.0, (s + 1) / 100))
+    cross_entropy = torch.nn.functional.cross_entropy
+
+    def step_loss(batch: list[int]) -> tuple[torch.Tensor, list[float]]:
+        length = max(len(encoded_rows[i][0]) for i in batch)
+        ids = torch.full((len(batch), length), pad_id)
+        mask = torch.zeros((len(batch), length), dtype=torch.long)
+        labels = torch.full((len(batch), length), -100)
+        for n, i in enumerate(batch):
+            row_ids, reply, _ = encoded_rows[i]
+            ids[n, :len(row_ids)] = torch.tensor(row_ids)
+            mask[n, :len(row_ids)] = 1
+            labels[n, reply:len(row_ids)] = ids[n, reply:len(row_ids)]
+        index = torch.tensor(batch)
+        # per-image tuples, as Qwen3VLModel.get_image_features hands them on (its annotation says Tensor)
+        vision = BaseModelOutputWithDeepstackFeatures(
+            pooler_output=tuple(all_features[index].float()),  # type: ignore[arg-type]
+            deepstack_features=[tuple(all_deepstack[index, k].float())  # type: ignore[misc]
+                                for k in range(all_deepstack.shape[1])])
+        output = model(input_ids=ids, attention_mask=mask, mm_token_type_ids=(ids == image_id).long(),
+                       image_grid_thw=torch.tensor([[1, VIEW, VIEW]] * len(batch)),
+                       mm_encoder_outputs={"image": vision}, labels=labels, output_hidden_states=True)
+        replies = output.loss
+        marks = torch.tensor([mark for i in batch for mark in rows[i].marks])
+        marking = torch.nn.functional.binary_cross_entropy_with_logits(
+            mark_head(output.hidden_states[1][ids == image_id]).squeeze(-1), marks,
+            pos_weight=torch.tensor(MARK_POSITIVE_WEIGHT))
+        states, places = [], []
+        for n, i in enumerate(batch):
+            nearest, (_, reply, first_end) = rows[i].nearest, encoded_rows[i]
+            if nearest is not None:  # the positions whose next token is in the first sentence
+                states.append(output.hidden_states[2][n, reply - 1:first_end])
+                places += [nearest] * (first_end - reply + 1)
+        readout = torch.zeros(())
+        if states:
+            logits, where = readout_head(torch.cat(states)), torch.tensor(places)
+            readout = cross_entropy(logits[:, :VIEW], where[:, 0]) + cross_entropy(logits[:, VIEW:], where[:, 1])
+        loss = replies + marking_weight * marking + readout_weight * readout
+        return loss, [replies.item(), marking.item(), readout.item()]
+
+    model.train()
+    step, recent = 0, list[list[float]]()
+    stopped_by_budget = False
+    while max_steps < 0 or step < max_steps:
+        if deadline is not None and time.monotonic() > deadline:
+            stopped_by_budget = True
+            break
+        loss, parts = step_loss(rng.sample(range(len(rows)), min(batch_size, len(rows))))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trained, 1.0)
+        optimiser.step()
+        schedule.step()
+        optimiser.zero_grad()
+        step += 1
+        recent = (recent + [parts])[-100:]
+        if on_step is not None:
+            on_step(step, max_steps, parts[0])
+    model.eval()
+    final = Path(out) / "final"
+    final.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(final, safe_serialization=True)
+    processor.save_pretrained(final)
+    for extra in ("generation_config.json", "chat_template.jinja"):
+        if (Path(model_dir) / extra).exists() and not (final / extra).exists():
+            shutil.copy2(Path(model_dir) / extra, final / extra)
+    means = [sum(parts[k] for parts in recent) / max(1, len(recent)) for k in range(3)]
+    return TinyRun(final, step, round(time.monotonic() - started, 1), stopped_by_budget, len(rows),
+                   {"replies": round(means[0], 4), "marking": round(means[1], 4), "readout": round(means[2], 4)})

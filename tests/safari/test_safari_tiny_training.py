@@ -1,0 +1,89 @@
+"""The tiny model's own training loop (tiny_training.py): its labels are what the view shows, its
+rows are the data source's compact rows, and a real tiny Qwen3-VL trains on them, the marking
+lesson learning, into a folder the model policy plays."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from localqwen_safari.episode import VIEW, Episode
+from localqwen_safari.look import sighting, target_sentence
+from localqwen_safari.missions import Mission, mission_for_seed
+from localqwen_safari.policies import visible_animals
+from localqwen_safari.render import CELL_PX, COLOURS, render_view
+from localqwen_safari.tiny_training import target_marks, tiny_rows
+
+
+def test_marks_are_the_cells_the_view_draws_the_target_in():
+    # two zebras and a lion in view; the agent at (3, 3)
+    mission = Mission("m", "find-one", ("zebra",), map=("Z.....", "......", "....L.", "......", ".....Z"), start=(3, 3))
+    episode = Episode.start(mission)
+    marks, nearest = target_marks("zebra", episode.position, visible_animals(episode))
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(render_view(episode))).convert("RGB")
+    drawn = [image.getpixel((c * CELL_PX + CELL_PX // 2, r * CELL_PX + CELL_PX // 2)) == COLOURS["zebra"]
+             for r in range(VIEW) for c in range(VIEW)]
+    assert [bool(mark) for mark in marks] == drawn and sum(drawn) == 2
+    # the nearest zebra, in view cells, is the one the Thought's first sentence names
+    top, left = episode.view_origin()
+    assert (top, left) == (-1, -1) and nearest == (4 - top, 5 - left)  # the zebra at (4, 5), not (0, 0)
+    assert sighting("zebra", episode.position, visible_animals(episode)) == "The zebra is 1 row down and 2 cols right."
+    assert target_marks("giraffe", episode.position, visible_animals(episode)) == ([0.0] * VIEW * VIEW, None)
+
+
+def test_rows_are_the_data_sources_compact_rows(tmp_path):
+    from localqwen_safari.dataset import CONVERSATIONS_FILE, generate
+
+    from localqwen.training.data import read_rows
+
+    for _ in generate(tmp_path, 2, seed_start=700, prompt="compact"):
+        pass
+    written = read_rows(tmp_path / CONVERSATIONS_FILE)
+    rows = tiny_rows(2, seed_start=700)
+    assert len(rows) == len(written)
+    for row, chat in zip(rows, written, strict=True):
+        assert row.messages[0] == chat["messages"][0] and row.messages[2] == chat["messages"][2]
+        assert row.messages[1]["content"][0] == chat["messages"][1]["content"][0]  # the context, then the view
+        assert [part["type"] for part in row.messages[1]["content"]] == ["text", "image"]
+        lead = row.messages[2]["content"].removeprefix("Thought: ")
+        assert (row.nearest is not None) == lead.startswith("The ") and sum(row.marks) >= (row.nearest is not None)
+    first = Episode.start(mission_for_seed("find-one", 700))
+    assert rows[0].view == render_view(first)
+    assert rows[0].messages[2]["content"].startswith(
+        "Thought: " + target_sentence([first.mission.targets[0]], first.position, visible_animals(first)))
+
+
+@pytest.mark.slow  # builds, warms up and trains a tiny Qwen3-VL (~40 s on one core)
+def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
+    from localqwen_safari.evaluation import Tally, evaluate_lockstep
+    from localqwen_safari.learning import build_tiny_model
+    from localqwen_safari.model_policy import ModelPolicy
+    from localqwen_safari.tiny_training import train_tiny
+    from localqwen_safari.vision_warmup import warm_up_vision
+
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+
+    base = build_tiny_model(tmp_path / "base", hidden=64, layers=3, vision_depth=1, corpus_episodes=10, merge=1)
+    warm = warm_up_vision(base, tmp_path / "warm", episodes=10, steps=60)
+    first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8)
+    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8)
+    assert run.steps == 120 and not run.stopped_by_budget and run.rows > 100
+    # the lessons learn: the last 100 steps' losses are below the first 5 steps'
+    assert run.losses["replies"] < first.losses["replies"] and run.losses["marking"] < first.losses["marking"]
+    assert run.losses["readout"] < first.losses["readout"]
+    # an ordinary Qwen3-VL folder: the model policy plays it with the compact profile
+    with TransformersEngine(run.model) as engine:
+        policy = ModelPolicy(engine, tmp_path / "views", settings=GenerationSettings(max_new_tokens=48),
+                             prompt="compact")
+        tally = Tally()
+        for _ in evaluate_lockstep(policy, [mission_for_seed("find-one", 1000)], tally):
+            pass
+    assert tally.episodes == 1 and policy.replies and policy.replies[0].startswith("Thought:")
+    merged = build_tiny_model(tmp_path / "merged", hidden=64, layers=3, vision_depth=1, corpus_episodes=5)
+    with pytest.raises(ValueError, match="one image token per cell"):
+        train_tiny(merged, tmp_path / "refused", episodes=1, max_steps=1)
+    with pytest.raises(ValueError, match="at least one episode"):
+        train_tiny(warm.model, tmp_path / "none", episodes=0, max_steps=1)
