@@ -125,9 +125,9 @@ class Episode:
     def compact_context(self, *, show_notepad: bool = True) -> str:
         """The same facts in far fewer tokens, for a tiny model trained from scratch (the
         ``compact`` prompt profile): mission, turn, position, finds, notepad, last results, the
-        species to find now. The
-        notepad as written, without bearings: with them in its context the tiny model's tool calls
-        went wrong more often (valid calls 100% -> 90%, README "Learning proof")."""
+        species to find now. The notepad as written, without bearings: with them in its context the
+        tiny model's tool calls went wrong more often (valid calls 100% -> 90%, README "Learning
+        proof")."""
         row, col = self.position
         lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
                  f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
@@ -139,7 +139,6 @@ class Episode:
         # so each cell's image token can read which species is asked (README, "Marking the target").
         lines.append(f"Find: {self.current_target}." if self.current_target else "Find: nothing more.")
         return "\n".join(lines)
-
 
     # -- playing -------------------------------------------------------------------------------
     def play_turn(self, calls: list[Call]) -> list[ToolRun]:
