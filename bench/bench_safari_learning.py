@@ -80,7 +80,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="tiny only, with --merge 1: train with the dedicated loop (tiny_training.py): the "
                              "replies plus the marking and readout lessons on where the target is")
     parser.add_argument("--marking-weight", type=float, default=1.0, help="with --marking: the marking lesson's weight")
-    parser.add_argument("--readout-weight", type=float, default=1.0, help="with --marking: the readout lesson's weight")
+    parser.add_argument("--readout-weight", type=float, default=0.0,
+                        help="with --marking: the readout lesson's weight (0: off, as measured in the README)")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")

@@ -10,7 +10,8 @@ lesson in dense form, as the vision warm-up gave the vision tower its cells:
 - **marking**: after the first decoder layer, every image token says whether its cell holds the
   current target (100 labels a row, on every row);
 - **readout**: at every position of the Thought's first sentence, after the second layer, the
-  hidden state says which view row and col hold the nearest target (rows with the target in view).
+  hidden state says which view row and col hold the nearest target (rows with the target in view);
+  off unless asked for (``readout_weight``).
 
 Both heads are thrown away; the model folder written is an ordinary Qwen3-VL that plays through
 the same ``ModelPolicy`` as any other. The vision tower stays frozen (it is warmed up first,
@@ -98,11 +99,12 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> lis
 def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | None = None,
                teacher: str = "expert", minutes: float | None = None, max_steps: int = -1,
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
-               readout_weight: float = 1.0, seed: int = 0,
+               readout_weight: float = 0.0, seed: int = 0,
                on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes with the replies' loss plus ``marking_weight`` x marking and
-    ``readout_weight`` x readout (0 turns a lesson off); stop after ``max_steps`` steps or when
+    ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
+    swamped the replies and undid the marking, README "Marking the target"); stop after ``max_steps`` steps or when
     ``minutes`` (counted from the call, so the rows and the features come out of it) run out.
     ``on_step(step, max_steps, loss)`` reports progress (max_steps -1: bounded by time only).
     Writes the model to ``out/final``."""

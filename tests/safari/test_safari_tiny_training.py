@@ -68,8 +68,8 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
 
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=3, vision_depth=1, corpus_episodes=10, merge=1)
     warm = warm_up_vision(base, tmp_path / "warm", episodes=10, steps=60)
-    first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8)
-    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8)
+    first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8, readout_weight=0.1)
+    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8, readout_weight=0.1)
     assert run.steps == 120 and not run.stopped_by_budget and run.rows > 100
     # the lessons learn: the last 100 steps' losses are below the first 5 steps'
     assert run.losses["replies"] < first.losses["replies"] and run.losses["marking"] < first.losses["marking"]
@@ -87,3 +87,16 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
         train_tiny(merged, tmp_path / "refused", episodes=1, max_steps=1)
     with pytest.raises(ValueError, match="at least one episode"):
         train_tiny(warm.model, tmp_path / "none", episodes=0, max_steps=1)
+
+
+def test_the_learning_bench_takes_marking_only_where_it_applies():
+    from tests.support.bench_scripts import bench_script
+
+    bench = bench_script("bench_safari_learning")
+    args = bench.parse_args(["--marking", "--merge", "1"])
+    assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0  # as measured in the README
+    for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
+                    ["--marking", "--merge", "1", "--dagger-rounds", "1"],
+                    ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"]):
+        with pytest.raises(SystemExit):
+            bench.parse_args(refused)
