@@ -90,7 +90,7 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
 
 
 def test_the_learning_bench_takes_marking_only_where_it_applies():
-    from tests.support.bench_scripts import bench_script
+    from bench_scripts import bench_script
 
     bench = bench_script("bench_safari_learning")
     args = bench.parse_args(["--marking", "--merge", "1"])
