@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import random
-import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -114,6 +113,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     from transformers.models.qwen3_vl.modeling_qwen3_vl import BaseModelOutputWithDeepstackFeatures
 
     from localqwen_safari.dataset import TRAIN_SEED_START
+    from localqwen_safari.vision_warmup import save_model_folder
 
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes is not None else None
@@ -221,13 +221,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         if on_step is not None:
             on_step(step, max_steps, parts[0])
     model.eval()
-    final = Path(out) / "final"
-    final.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(final, safe_serialization=True)
-    processor.save_pretrained(final)
-    for extra in ("generation_config.json", "chat_template.jinja"):
-        if (Path(model_dir) / extra).exists() and not (final / extra).exists():
-            shutil.copy2(Path(model_dir) / extra, final / extra)
+    final = save_model_folder(model, processor, model_dir, Path(out) / "final")
     means = [sum(parts[k] for parts in recent) / max(1, len(recent)) for k in range(3)]
     return TinyRun(final, step, round(time.monotonic() - started, 1), stopped_by_budget, len(rows),
                    {"replies": round(means[0], 4), "marking": round(means[1], 4), "readout": round(means[2], 4)})

@@ -89,6 +89,19 @@ def token_labels(classes: list[int], merge: int) -> list[list[int]]:
     return tokens
 
 
+def save_model_folder(model, processor, source: Path, out: Path) -> Path:
+    """Write a trained ``model`` and its ``processor`` to ``out`` as an ordinary model folder, with
+    the generation config and chat template of the folder it was loaded from."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out, safe_serialization=True)
+    processor.save_pretrained(out)
+    for extra in ("generation_config.json", "chat_template.jinja"):
+        if (Path(source) / extra).exists() and not (out / extra).exists():
+            shutil.copy2(Path(source) / extra, out / extra)
+    return out
+
+
 def warm_up_vision(model_dir: Path, out: Path, *, episodes: int, steps: int = 600, batch_size: int = 16,
                    learning_rate: float = 2e-3, seed_start: int | None = None, seed: int = 0,
                    max_views: int = 12_000, on_step: Callable[[int, int, float], None] | None = None) -> WarmupResult:
@@ -162,13 +175,7 @@ def warm_up_vision(model_dir: Path, out: Path, *, episodes: int, steps: int = 60
             is_animal = targets >= CLASSES.index(SPECIES[0])
             animals += int(is_animal.sum())
             animals_right += int(((predicted == targets) & is_animal).sum())
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(out, safe_serialization=True)
-    processor.save_pretrained(out)
-    for extra in ("generation_config.json", "chat_template.jinja"):
-        if (Path(model_dir) / extra).exists() and not (out / extra).exists():
-            shutil.copy2(Path(model_dir) / extra, out / extra)
+    out = save_model_folder(model, processor, model_dir, out)
     return WarmupResult(model=out, steps=steps, seconds=round(time.monotonic() - started, 1), views=len(views),
                         final_loss=loss_value, cell_accuracy=right / max(1, total),
                         animal_recall=animals_right / max(1, animals))
