@@ -437,7 +437,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens,
             teacher=args.teacher, look=args.look)
         print(f"its own replies on held-out {args.teacher} states (agreement with the {args.teacher}; noticed: the Thought "
-              "begins with the target):", flush=True)
+              "says where the target is):", flush=True)
         for situation, scores in report["decisions_on_expert_states"].items():
             noticed = f", noticed {scores['noticed']:.3f}" if "noticed" in scores else ""
             print(f"  {situation}: {scores['states']:.0f} states, agreement {scores['agreement']:.3f}{noticed}",

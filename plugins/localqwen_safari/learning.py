@@ -257,9 +257,11 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     """The model's own replies (generated, not teacher-forced) on states of the expert's episodes
     (seeds from ``seed_start``, both kinds), up to ``per_situation`` states for each situation of
     the expert's decision: per situation, the share whose action equals the expert's
-    (``agreement``) and, where the target is in sight or in reach, the share whose Thought begins
-    with it ("The lion ...", ``noticed``). Between the teacher-forced check (which hands the model
-    its Thought up to "I move", so it never has to notice the target) and play (where its own
+    (``agreement``) and, where the target is in sight or in reach, the share whose Thought says
+    where it is ("The lion is ...", ``noticed``: the compact Thought begins every turn with that or
+    "No lion in view.", and a remembered target's place comes after the second). Between the
+    teacher-forced check (which hands the model its Thought up to "I move", so it never has to
+    notice the target) and play (where its own
     earlier turns lead it off the expert's states), this shows whether the first decision, go for
     the target or explore, is made from the view. ``teacher``: whose episodes and decisions (the
     expert's, or the sweeper's for a model trained on them). ``look``: the model looks first (look.py)."""
@@ -296,7 +298,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
             agreed = sum(reply.action() == decision.action() for reply, (_, decision) in zip(replies, items, strict=True))
             scores = {"states": len(items), "agreement": round(agreed / len(items), 4)}
             if situation in TARGET_SITUATIONS:
-                noticed = sum(reply.thought.startswith(f"The {episode.current_target}")
+                noticed = sum(f"The {episode.current_target} is" in reply.thought
                               for reply, (episode, _) in zip(replies, items, strict=True))
                 scores["noticed"] = round(noticed / len(items), 4)
             report[situation] = scores
