@@ -188,9 +188,7 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
         from dataclasses import asdict
 
         training["vision_warmup"] = {**asdict(run.warmup), "model": str(run.warmup.model)}
-        print(f"vision warm-up: {run.warmup.steps} steps on {run.warmup.views} views in {run.warmup.seconds:.0f} s; "
-              f"held-out cells right {run.warmup.cell_accuracy:.3f}, animal cells {run.warmup.animal_recall:.3f}",
-              flush=True)
+        print(warmup_line(run.warmup), flush=True)
     if run.grounding_warmup is not None:
         stage = run.grounding_warmup
         training["grounding_warmup"] = {"steps": stage.steps, "seconds": stage.seconds, "summary": stage.summary}
@@ -199,6 +197,11 @@ def train(args: argparse.Namespace, model: Path, work: Path, prompt: str) -> tup
     if tiny and args.dagger_rounds:
         trained = dagger_rounds(args, trained, work, prompt, training)
     return trained, training
+
+
+def warmup_line(warm: Any) -> str:
+    return (f"vision warm-up: {warm.steps} steps on {warm.views} views in {warm.seconds:.0f} s; held-out cells right "
+            f"{warm.cell_accuracy:.3f}, animal cells {warm.animal_recall:.3f}")
 
 
 def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Path, dict[str, Any]]:
@@ -213,8 +216,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                           on_step=lambda step, total, loss: print(
                               f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
                           if step % 100 == 0 or step == total else None)
-    print(f"vision warm-up: {warm.steps} steps on {warm.views} views in {warm.seconds:.0f} s; held-out cells right "
-          f"{warm.cell_accuracy:.3f}, animal cells {warm.animal_recall:.3f}", flush=True)
+    print(warmup_line(warm), flush=True)
     left = args.train_minutes - (time.monotonic() - started) / 60
 
     def report(step: int, total: int, loss: float) -> None:

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
-from localqwen_safari.look import look_line, look_question, look_row, sighting, target_sentence, with_look
+from localqwen_safari.look import look_line, look_question, look_row, sighting, with_look
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, get_teacher
@@ -92,7 +92,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
                            image_file=image_file, context=context, compact_context=compact,
                            decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
-                           lead=target_sentence(turn.targets, turn.position, turn.animals_in_view))
+                           lead=turn.lead)
                 rows += 1
                 training_rows += copies
                 if look:
@@ -133,9 +133,16 @@ def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: 
     if prompt == "full":
         row = conversation_row(image_file, context, decision.thought, calls, tool_schemas(), system=SYSTEM_PROMPT)
     else:
-        row = conversation_row(image_file, compact_context, compact_thought(decision.thought, lead), calls, None,
-                               system=system_prompt(prompt), image_last=True)
+        row = compact_row(image_file, compact_context, decision, lead)
     chat_rows.write((json.dumps(row, ensure_ascii=False) + "\n") * copies)
+
+
+def compact_row(image: str, context: str, decision: Decision, lead: str) -> dict[str, Any]:
+    """A turn as a chat row in the compact profile: the context, then the view; the compact Thought
+    led by ``lead`` (the current target's sentence); no tool schema."""
+    calls = [{"name": name, "arguments": arguments} for name, arguments in decision.calls]
+    return conversation_row(image, context, compact_thought(decision.thought, lead), calls, None,
+                            system=system_prompt("compact"), image_last=True)
 
 
 def look_rows(image: str, targets: list[str], here: Cell, in_view: list[tuple[str, Cell]], prompt: str,

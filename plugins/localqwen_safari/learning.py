@@ -22,7 +22,6 @@ def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
     """Safari text in the compact profile (contexts, Thoughts, tool calls as the chat template
     writes them), so the tiny model's BPE tokenizer spends its vocabulary on this task."""
     from localqwen_safari.episode import Episode
-    from localqwen_safari.look import target_sentence
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import get_teacher
@@ -34,8 +33,7 @@ def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], CORPUS_SEED_START + index))
         for turn in play_turns(episode, get_teacher(teacher)):
             lines.append(turn.compact_context)
-            lead = target_sentence(turn.targets, turn.position, turn.animals_in_view)
-            lines.append("Thought: " + compact_thought(turn.decision.thought, lead))
+            lines.append("Thought: " + compact_thought(turn.decision.thought, turn.lead))
             lines += ['<tool_call>\n{"name": "' + name + '", "arguments": ' + json.dumps(arguments) + "}\n</tool_call>"
                       for name, arguments in turn.decision.calls]
     return lines

@@ -38,14 +38,17 @@ def look_targets(episode: Episode) -> list[str]:
     return [target for target in episode.mission.targets if target not in episode.found]
 
 
+def nearest(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> Cell | None:
+    """The map cell of the nearest animal of ``species`` in view (nearest as the teachers pick it)."""
+    cells = [cell for name, cell in in_view if name == species]
+    return min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell)) if cells else None
+
+
 def sighting(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> str:
     """What a perfect look answers: where the nearest animal of ``species`` in view is ("The lion is 2
-    rows down and 3 cols right."; nearest as the teachers pick it), or "No lion in view."."""
-    cells = [cell for name, cell in in_view if name == species]
-    if not cells:
-        return f"No {species} in view."
-    nearest = min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
-    return f"The {species} is {offset_text(here, nearest)}."
+    rows down and 3 cols right."), or "No lion in view."."""
+    cell = nearest(species, here, in_view)
+    return f"No {species} in view." if cell is None else f"The {species} is {offset_text(here, cell)}."
 
 
 def target_sentence(targets: list[str], here: Cell, in_view: list[tuple[str, Cell]]) -> str:

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from localqwen.runtime.tool_loop import ToolRun
 from localqwen_safari.episode import Episode
-from localqwen_safari.look import look_targets
+from localqwen_safari.look import look_targets, target_sentence
 from localqwen_safari.policies import Decision, Policy, visible_animals
 from localqwen_safari.render import render_view
 from localqwen_safari.world import Cell
@@ -25,6 +25,11 @@ class Turn:
     position: Cell = (0, 0)  # where the agent stood when it saw the view
     animals_in_view: list[tuple[str, Cell]] = field(default_factory=list)  # what the view showed
     targets: list[str] = field(default_factory=list)  # the targets not yet found when it saw the view
+
+    @property
+    def lead(self) -> str:
+        """The compact Thought's first sentence on this turn's view (look.target_sentence)."""
+        return target_sentence(self.targets, self.position, self.animals_in_view)
 
 
 def play_turns(episode: Episode, policy: Policy, *, render: bool = False,

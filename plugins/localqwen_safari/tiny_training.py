@@ -55,28 +55,26 @@ class TinyRun:
 
 
 def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]) -> tuple[list[float], tuple[int, int] | None]:
-    """Per view cell whether it holds ``target``, and the view cell of the nearest one (nearest as
-    look.sighting picks it, so it is the one the Thought's first sentence names)."""
+    """Per view cell whether it holds ``target``, and the view cell of the nearest one (look.nearest:
+    the one the Thought's first sentence names)."""
+    from localqwen_safari.look import nearest
+
     marks = [0.0] * (VIEW * VIEW)
     top, left = here[0] - VIEW_BEFORE, here[1] - VIEW_BEFORE
-    cells = [cell for species, cell in in_view if species == target]
-    for r, c in cells:
-        marks[(r - top) * VIEW + (c - left)] = 1.0
-    if not cells:
-        return marks, None
-    r, c = min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
-    return marks, (r - top, c - left)
+    for species, (r, c) in in_view:
+        if species == target:
+            marks[(r - top) * VIEW + (c - left)] = 1.0
+    cell = nearest(target, here, in_view) if target else None
+    return marks, None if cell is None else (cell[0] - top, cell[1] - left)
 
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
     """The teacher's episodes as compact rows with their labels (the data source's rows, in memory)."""
-    from localqwen_safari.dataset import conversation_row
+    from localqwen_safari.dataset import compact_row
     from localqwen_safari.episode import Episode
-    from localqwen_safari.look import target_sentence
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import get_teacher
-    from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, compact_thought
 
     policy = get_teacher(teacher)
     kinds = list(KINDS)
@@ -85,10 +83,7 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> lis
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
         for turn in play_turns(episode, policy, render=True):
             assert turn.view is not None
-            lead = target_sentence(turn.targets, turn.position, turn.animals_in_view)
-            calls = [{"name": name, "arguments": arguments} for name, arguments in turn.decision.calls]
-            row = conversation_row("view.png", turn.compact_context, compact_thought(turn.decision.thought, lead),
-                                   calls, None, system=COMPACT_SYSTEM_PROMPT, image_last=True)
+            row = compact_row("view.png", turn.compact_context, turn.decision, turn.lead)
             marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position,
                                           turn.animals_in_view)
             rows.append(TinyRow(turn.view, row["messages"], marks, nearest))
