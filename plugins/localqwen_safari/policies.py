@@ -42,14 +42,15 @@ _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 # exploring goal rests on every cell seen so far, which no single observation shows. The last two
 # are the sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
 # view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
-SITUATIONS = ("declare", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
+# "finish" is the turn after the last find was confirmed: the context says every target is found.
+SITUATIONS = ("declare", "finish", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
               "explore (new goal)", "explore (sweep on)", "explore (sweep turn)")
 
 # The situations each teacher meets in its own episodes ("explore (noted goal)" is the expert's only
 # when a player strayed from its route, which the expert itself never does).
-SITUATIONS_MET = {"expert": ("declare", "target in view", "target remembered", "explore (noted route)",
+SITUATIONS_MET = {"expert": ("declare", "finish", "target in view", "target remembered", "explore (noted route)",
                              "explore (new goal)"),
-                  "sweeper": ("declare", "target in view", "target remembered", "explore (sweep on)",
+                  "sweeper": ("declare", "finish", "target in view", "target remembered", "explore (sweep on)",
                               "explore (sweep turn)")}
 
 
@@ -141,11 +142,6 @@ def _near(a: Cell, b: Cell) -> bool:
     return abs(a[0] - b[0]) <= 1 and abs(a[1] - b[1]) <= 1
 
 
-def _found_calls(episode: Episode, species: str) -> list[Call]:
-    calls: list[Call] = [("declare_found", {"species": species})]
-    if [t for t in episode.mission.targets if t not in episode.found] == [species]:
-        calls.append(("declare_done", {}))
-    return calls
 
 
 # -- the expert --------------------------------------------------------------------------------
@@ -186,16 +182,17 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
         else "I see no animals."
     target = episode.current_target
     if target is None:
-        return Decision(f"{seen_text} Every target is found, so I finish.", calls + [("declare_done", {})], "declare")
+        return Decision(f"{seen_text} Every target is found, so I finish.", calls + [("declare_done", {})], "finish")
     known = sorted((cell for species, cell in sightings if species == target),
                    key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
     if known:
         spot = known[0]
         if _near(here, spot):
-            last = len(_found_calls(episode, target)) == 2
+            # declare_done waits for the next turn, after the result confirms the find: a learner
+            # that copied "found and done" in one turn ended its mission with every false find
+            # (README, "Marking the target"); the expert pays one turn for it.
             return Decision(f"{seen_text} The {target} at ({spot[0]}, {spot[1]}) is within one cell of me, so I "
-                            f"declare it found{' and finish' if last else ''}.", calls + _found_calls(episode, target),
-                            "declare")
+                            "declare it found.", calls + [("declare_found", {"species": target})], "declare")
         reach = _turn_search(episode, optimistic=True)
         goals = [cell for cell in reach if _near(cell, spot)]
         if goals:
@@ -430,7 +427,8 @@ def greedy(episode: Episode) -> Decision:
                    key=lambda cell: abs(cell[0] - here[0]) + abs(cell[1] - here[1]))
     stuck = any(run.name == "move" and " 0 of " in run.result for run in episode.last_runs)
     if spots and _near(here, spots[0]):
-        return Decision(f"The {target} is next to me, so I declare it found.", _found_calls(episode, target))
+        return Decision(f"The {target} is next to me, so I declare it found.",
+                        [("declare_found", {"species": target})])
     if spots and not stuck:
         dr, dc = spots[0][0] - here[0], spots[0][1] - here[1]
         if abs(dr) >= abs(dc):

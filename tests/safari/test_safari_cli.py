@@ -39,7 +39,7 @@ def test_play_a_mission_from_a_file_and_bad_files_fail_by_line(tmp_path):
     missions.write_text(json.dumps({"id": "near", "kind": "find-one", "targets": ["zebra"],
                                     "map": ["Z....", "....."], "start": [1, 1]}) + "\n")
     events = _events(runner.invoke(app, ["run", "safari", "play", "--missions", str(missions), "--json"]))
-    assert events[-1]["result"]["success"] is True and events[-1]["result"]["turns"] == 1
+    assert events[-1]["result"]["success"] is True and events[-1]["result"]["turns"] == 2  # found, then done
     missions.write_text('{"id": "a", "kind": "find-one", "targets": ["zebra"], "seed": 1}\n{"id": "b"\n')
     result = runner.invoke(app, ["run", "safari", "evaluate", "--missions", str(missions), "--json"])
     assert result.exit_code == 1

@@ -43,7 +43,7 @@ def test_expert_far_above_random_and_greedy_on_the_same_missions():
     assert all(part["agreement"] == 1.0 for part in expert["agreement_by_situation"].values())
     # it wanders where the expert explores (asked on greedy's states, the expert reads greedy's
     # notepad, which never holds a goal: every exploring turn picks a new one)
-    assert set(greedy["agreement_by_situation"]) <= {"declare", "target in view", "explore (new goal)"}
+    assert set(greedy["agreement_by_situation"]) <= {"declare", "finish", "target in view", "explore (new goal)"}
     assert greedy["agreement_by_situation"]["explore (new goal)"]["agreement"] < 0.5
     # the random player declares blindly and disagrees with the expert most of the time
     assert random["false_declare_rate"] > 0.5 and random["valid_tool_calls"] < 1.0

@@ -98,9 +98,10 @@ def test_a_short_warmup_teaches_the_tower_to_read_cells(model, request, tmp_path
     tiny_safari_model = request.getfixturevalue(model)
 
     steps = []
-    result = warm_up_vision(tiny_safari_model, tmp_path / "warm", episodes=30, steps=200, max_views=1500,
+    # 300 steps: at 200, animal recall across warm-up seeds ran from 0.49 to 0.79 (still learning)
+    result = warm_up_vision(tiny_safari_model, tmp_path / "warm", episodes=30, steps=300, max_views=1500,
                             on_step=lambda step, total, loss: steps.append((step, total)))
-    assert steps[-1] == (200, 200) and len(steps) == 200
+    assert steps[-1] == (300, 300) and len(steps) == 300
     # land is about 70% of the cells: reading every cell right and most animal cells is learned, not guessed
     assert result.cell_accuracy >= 0.95, result
     assert result.animal_recall >= 0.6, result
