@@ -103,6 +103,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--dagger-episodes", type=int, default=400, help="missions the model plays per round")
     parser.add_argument("--dagger-steps", type=int, default=3000, help="training steps per round")
     parser.add_argument("--dagger-learning-rate", type=float, default=1e-3)
+    parser.add_argument("--dagger-share", type=float, default=0.4,
+                        help="with --marking: the share of the training minutes left after the vision warm-up "
+                             "that the DAgger rounds take (split evenly; each plays, then trains)")
     parser.add_argument("--vision-warmup-steps", type=int,
                         help="tiny only: steps of vision warm-up before training (vision_warmup.py), after which "
                              "the vision tower is frozen; 0 trains everything from the start (default 600; quick 150)")
@@ -124,10 +127,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--look and --dagger-rounds do not go together yet (DAgger's rows carry no look line)")
     if args.marking and (not tiny or args.merge != 1):
         parser.error("--marking trains the tiny model with a token per cell: use it with --merge 1 and no --model")
-    if args.marking and (args.dagger_rounds or args.look or args.grounding or args.grounding_warmup_steps
-                         or args.oversample != 1):
-        parser.error("--marking trains on the teacher's rows as they are: leave out --dagger-rounds, --look, "
+    if args.marking and (args.look or args.grounding or args.grounding_warmup_steps or args.oversample != 1):
+        parser.error("--marking trains on the teacher's rows as they are: leave out --look, "
                      "--grounding, --grounding-warmup-steps and --oversample")
+    if not 0 < args.dagger_share < 1:
+        parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
     if not tiny and not (args.lora or args.qlora):
         parser.error("a pretrained --model is adapted with --lora or --qlora (full fine-tuning is for the tiny one)")
     args.episodes = args.episodes or (40 if args.quick else 200)
@@ -205,10 +209,12 @@ def warmup_line(warm: Any) -> str:
 
 
 def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Path, dict[str, Any]]:
-    """Vision warm-up, then the replies with the marking and readout lessons, inside --train-minutes."""
+    """Vision warm-up, then the replies with the marking and readout lessons, then --dagger-rounds
+    rounds on the model's own states (--dagger-share of the time left), inside --train-minutes."""
     from dataclasses import asdict
 
-    from localqwen_safari.tiny_training import train_tiny
+    from localqwen_safari.dataset import TRAIN_SEED_START
+    from localqwen_safari.tiny_training import TinyRow, own_rows, tiny_rows, train_tiny
     from localqwen_safari.vision_warmup import warm_up_vision
 
     started = time.monotonic()
@@ -217,22 +223,49 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                               f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
                           if step % 100 == 0 or step == total else None)
     print(warmup_line(warm), flush=True)
-    left = args.train_minutes - (time.monotonic() - started) / 60
+
+    def minutes_left() -> float:
+        return args.train_minutes - (time.monotonic() - started) / 60
 
     def report(step: int, total: int, loss: float) -> None:
         if step % 200 == 0:
             print(f"  step {step}{f'/{total}' if total > 0 else ''}, replies' loss {loss:.4f}, "
                   f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
 
-    run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, minutes=left,
-                     max_steps=args.max_steps, batch_size=args.batch_size, learning_rate=args.learning_rate,
-                     marking_weight=args.marking_weight, readout_weight=args.readout_weight, on_step=report)
+    lessons = {"batch_size": args.batch_size, "marking_weight": args.marking_weight,
+               "readout_weight": args.readout_weight, "on_step": report}
+    rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher)
+    dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
+    run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
+                     minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,
+                     learning_rate=args.learning_rate, **lessons)
     summary = (f"{run.steps} steps of {args.batch_size} on {run.rows} rows; last 100 steps' losses: "
                + ", ".join(f"{name} {value:.4f}" for name, value in run.losses.items()))
-    training = {"seconds": round(time.monotonic() - started, 1), "summary": summary, "steps": run.steps,
-                "stopped_by_budget": run.stopped_by_budget, "losses": run.losses,
-                "vision_warmup": {**asdict(warm), "model": str(warm.model)}}
-    return run.model, training
+    training: dict[str, Any] = {"summary": summary, "steps": run.steps, "stopped_by_budget": run.stopped_by_budget,
+                                "losses": run.losses, "vision_warmup": {**asdict(warm), "model": str(warm.model)}}
+    trained, own = run.model, list[TinyRow]()
+    for number in range(1, args.dagger_rounds + 1):
+        round_started = time.monotonic()
+        # each round gets an even part of what is left (the last round all of it)
+        round_minutes = minutes_left() / (args.dagger_rounds - number + 1)
+        new_rows, success = own_rows(trained, args.dagger_episodes, teacher=args.teacher,
+                                     seed_start=300_000 + (number - 1) * args.dagger_episodes,
+                                     batch_size=args.eval_batch, max_new_tokens=args.max_new_tokens)
+        own += new_rows
+        played = (time.monotonic() - round_started) / 60
+        print(f"DAgger round {number}: the model won {success:.1%} of {args.dagger_episodes} missions, "
+              f"{len(new_rows)} states labelled in {played * 60:.0f} s", flush=True)
+        step_run = train_tiny(trained, work / f"dagger-{number}", episodes=args.episodes, teacher=args.teacher,
+                              rows=rows, dagger_rows=own, minutes=max(0.1, round_minutes - played),
+                              max_steps=args.dagger_steps, learning_rate=args.dagger_learning_rate, **lessons)
+        trained = step_run.model
+        training.setdefault("dagger", []).append(
+            {"round": number, "states": len(new_rows), "own_rows": len(own), "policy_success_rate": round(success, 4),
+             "steps": step_run.steps, "losses": step_run.losses, "seconds": round(time.monotonic() - round_started, 1)})
+        print(f"  round {number}: {step_run.steps} steps, half of each batch the model's own states; losses "
+              + ", ".join(f"{name} {value:.4f}" for name, value in step_run.losses.items()), flush=True)
+    training["seconds"] = round(time.monotonic() - started, 1)
+    return trained, training
 
 
 def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str, training: dict[str, Any]) -> Path:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +25,9 @@ from localqwen.vocabulary import events as ev
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, write_turn
 from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import BatchPolicy
-from localqwen_safari.look import look_targets, target_sentence
+from localqwen_safari.look import look_targets
 from localqwen_safari.missions import Mission
+from localqwen_safari.playing import Turn
 from localqwen_safari.policies import (
     Decision,
     Policy,
@@ -63,39 +64,55 @@ def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:
     return Decision(decision.thought, calls, decision.situation)
 
 
+def labelled_turns(policy: BatchPolicy, missions: Sequence[Mission], *, batch_size: int = 64,
+                   teacher: Policy = expert) -> Iterator[tuple[list[tuple[int, Turn]], list[Episode]]]:
+    """Play ``missions`` with ``policy`` in lockstep, ``batch_size`` at a time; for each batch, yield
+    every state it met as a turn whose decision is :func:`expert_label` (asking ``teacher``), with the
+    index of its mission, and the batch's finished episodes."""
+    from localqwen_safari.render import render_view
+
+    for first in range(0, len(missions), batch_size):
+        group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
+        turns: list[tuple[int, Turn]] = []
+        live = list(range(len(group)))
+        while live:
+            for index in live:
+                episode = group[index]
+                turns.append((first + index, Turn(
+                    episode.turn + 1, episode.context_text(), render_view(episode), expert_label(episode, teacher), [],
+                    compact_context=episode.compact_context(), position=episode.position,
+                    animals_in_view=visible_animals(episode), targets=look_targets(episode))))
+            decisions = policy.decide([group[index] for index in live])
+            for index, decision in zip(live, decisions, strict=True):
+                group[index].play_turn(decision.calls)
+            live = [index for index in live if not group[index].done]
+        yield turns, group
+
+
 def collect_rows(policy: BatchPolicy, missions: Sequence[Mission], out_dir: Path, *, prompt: str = "compact",
-                 batch_size: int = 64, teacher: Policy = expert) -> Iterator[Any]:
+                 batch_size: int = 64, teacher: Policy = expert) -> Generator[Any, None, dict[str, Any]]:
     """Play ``missions`` with ``policy`` in lockstep and write every state it met, labelled by
     :func:`expert_label` (asking ``teacher``), as training rows (``conversations.jsonl`` in the trainer's format and
     ``dataset.jsonl`` in the seed's, as ``generate`` writes them, images under ``images/``).
     Yields progress; returns a summary (rows, the policy's success rate on these missions)."""
-    from localqwen_safari.render import render_view
-
     out_dir = Path(out_dir)
     (out_dir / "images").mkdir(parents=True, exist_ok=True)
     tracker = ev.ProgressTracker(len(missions), unit="episodes", task="dagger", message="the model plays")
-    rows = successes = 0
+    rows = successes = played = 0
     with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
             open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows:
-        for first in range(0, len(missions), batch_size):
-            group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
-            live = list(range(len(group)))
-            while live:
-                for index in live:
-                    episode = group[index]
-                    image_file = f"images/d{first + index:06d}_t{episode.turn + 1:02d}.png"
-                    (out_dir / image_file).write_bytes(render_view(episode))
-                    write_turn(seed_rows, chat_rows, prompt=prompt, episode=first + index, mission=episode.mission,
-                               turn=episode.turn + 1, image_file=image_file, context=episode.context_text(),
-                               compact_context=episode.compact_context(), decision=expert_label(episode, teacher),
-                               lead=target_sentence(look_targets(episode), episode.position, visible_animals(episode)))
-                    rows += 1
-                decisions = policy.decide([group[index] for index in live])
-                for index, decision in zip(live, decisions, strict=True):
-                    group[index].play_turn(decision.calls)
-                live = [index for index in live if not group[index].done]
+        for turns, group in labelled_turns(policy, missions, batch_size=batch_size, teacher=teacher):
+            for index, turn in turns:
+                assert turn.view is not None
+                image_file = f"images/d{index:06d}_t{turn.number:02d}.png"
+                (out_dir / image_file).write_bytes(turn.view)
+                write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=missions[index],
+                           turn=turn.number, image_file=image_file, context=turn.context,
+                           compact_context=turn.compact_context, decision=turn.decision, lead=turn.lead)
+                rows += 1
             successes += sum(episode.success for episode in group)
-            yield tracker.update(first + len(group))
+            played += len(group)
+            yield tracker.update(played)
     return {"episodes": len(missions), "rows": rows, "policy_success_rate": round(successes / max(1, len(missions)), 4),
             "conversations": str(out_dir / CONVERSATIONS_FILE)}
 

@@ -28,10 +28,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from localqwen_safari.episode import VIEW, VIEW_BEFORE
 from localqwen_safari.world import Cell
+
+if TYPE_CHECKING:
+    from localqwen_safari.playing import Turn
 
 MARK_POSITIVE_WEIGHT = 20.0  # a target covers one cell of a hundred, on one row in six
 
@@ -68,9 +71,18 @@ def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]
     return marks, None if cell is None else (cell[0] - top, cell[1] - left)
 
 
-def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
-    """The teacher's episodes as compact rows with their labels (the data source's rows, in memory)."""
+def tiny_row(turn: Turn) -> TinyRow:
+    """A turn (its view rendered) as a compact row with its labels: the data source's row, in memory."""
     from localqwen_safari.dataset import compact_row
+
+    assert turn.view is not None
+    row = compact_row("view.png", turn.compact_context, turn.decision, turn.lead)
+    marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
+    return TinyRow(turn.view, row["messages"], marks, nearest)
+
+
+def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
+    """The teacher's episodes as compact rows with their labels."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import KINDS, mission_for_seed
     from localqwen_safari.playing import play_turns
@@ -81,26 +93,60 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> lis
     rows = []
     for index in range(episodes):
         episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
-        for turn in play_turns(episode, policy, render=True):
-            assert turn.view is not None
-            row = compact_row("view.png", turn.compact_context, turn.decision, turn.lead)
-            marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position,
-                                          turn.animals_in_view)
-            rows.append(TinyRow(turn.view, row["messages"], marks, nearest))
+        rows += [tiny_row(turn) for turn in play_turns(episode, policy, render=True)]
     return rows
+
+
+def own_rows(model: Path, episodes: int, *, seed_start: int = 300_000, teacher: str = "expert",
+             batch_size: int = 100, max_new_tokens: int = 128) -> tuple[list[TinyRow], float]:
+    """DAgger's rows for the tiny loop: ``model`` plays ``episodes`` missions (both kinds, seeds from
+    ``seed_start``, away from the teacher's and the evaluation's) and every state it met becomes a
+    row labelled by the teacher (dagger.expert_label). Returns the rows and the model's success rate
+    on these missions."""
+    import tempfile
+
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+    from localqwen_safari.dagger import labelled_turns
+    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.model_policy import ModelPolicy
+    from localqwen_safari.policies import get_teacher
+
+    labeller = get_teacher(teacher)
+    kinds = list(KINDS)
+    missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
+    rows, successes = [], 0
+    with tempfile.TemporaryDirectory(prefix="safari-own-") as views, TransformersEngine(model) as engine:
+        policy = ModelPolicy(engine, Path(views), settings=GenerationSettings(max_new_tokens=max_new_tokens),
+                             prompt="compact", keep_replies=False)
+        for turns, group in labelled_turns(policy, missions, batch_size=batch_size, teacher=labeller):
+            rows += [tiny_row(turn) for _, turn in turns]
+            successes += sum(episode.success for episode in group)
+    return rows, successes / max(1, episodes)
+
+
+def batch_indices(rng: random.Random, teacher_count: int, total: int, batch_size: int) -> list[int]:
+    """A batch of row indices: rows ``teacher_count`` and on (the model's own states) fill half of it
+    when there are any, the teacher's rows the rest; no row twice in a batch."""
+    own = min(batch_size // 2, total - teacher_count) if teacher_count else batch_size
+    return (rng.sample(range(teacher_count), min(batch_size - own, teacher_count))
+            + rng.sample(range(teacher_count, total), min(own, total - teacher_count)))
 
 
 def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | None = None,
                teacher: str = "expert", minutes: float | None = None, max_steps: int = -1,
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
-               readout_weight: float = 0.0, seed: int = 0,
+               readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
+               dagger_rows: list[TinyRow] | None = None,
                on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
-    teacher's episodes with the replies' loss plus ``marking_weight`` x marking and
+    teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
     swamped the replies and undid the marking, README "Marking the target"); stop after ``max_steps`` steps or when
     ``minutes`` (counted from the call, so the rows and the features come out of it) run out.
     ``on_step(step, max_steps, loss)`` reports progress (max_steps -1: bounded by time only).
+    ``dagger_rows`` (:func:`own_rows`, the model's own states) fill half of every batch: they are
+    what it meets in play, and a few thousand beside the teacher's 35,000 would hardly be drawn.
     Writes the model to ``out/final``."""
     import torch
     from PIL import Image
@@ -114,7 +160,10 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     deadline = started + minutes * 60 if minutes is not None else None
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    rows = tiny_rows(episodes, seed_start=TRAIN_SEED_START if seed_start is None else seed_start, teacher=teacher)
+    if rows is None:
+        rows = tiny_rows(episodes, seed_start=TRAIN_SEED_START if seed_start is None else seed_start, teacher=teacher)
+    teacher_count = len(rows)
+    rows = rows + (dagger_rows or [])
     if not rows:
         raise ValueError("no rows to train on: give at least one episode")
     processor = AutoProcessor.from_pretrained(model_dir)
@@ -205,7 +254,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         if deadline is not None and time.monotonic() > deadline:
             stopped_by_budget = True
             break
-        loss, parts = step_loss(rng.sample(range(len(rows)), min(batch_size, len(rows))))
+        loss, parts = step_loss(batch_indices(rng, teacher_count, len(rows), batch_size))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimiser.step()

@@ -12,7 +12,7 @@ from localqwen_safari.look import sighting, target_sentence
 from localqwen_safari.missions import Mission, mission_for_seed
 from localqwen_safari.policies import visible_animals
 from localqwen_safari.render import CELL_PX, COLOURS, render_view
-from localqwen_safari.tiny_training import target_marks, tiny_rows
+from localqwen_safari.tiny_training import own_rows, target_marks, tiny_rows
 
 
 def test_marks_are_the_cells_the_view_draws_the_target_in():
@@ -82,6 +82,11 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
         for _ in evaluate_lockstep(policy, [mission_for_seed("find-one", 1000)], tally):
             pass
     assert tally.episodes == 1 and policy.replies and policy.replies[0].startswith("Thought:")
+    # DAgger: it plays, the expert labels the states it met, and training goes on with them
+    own, success = own_rows(run.model, 2, batch_size=2, max_new_tokens=48)
+    assert len(own) >= 2 and 0.0 <= success <= 1.0 and all(len(row.marks) == VIEW * VIEW for row in own)
+    more = train_tiny(run.model, tmp_path / "dagger", episodes=10, max_steps=3, batch_size=8, dagger_rows=own)
+    assert more.steps == 3 and more.rows == run.rows + len(own) and (more.model / "config.json").is_file()
     merged = build_tiny_model(tmp_path / "merged", hidden=64, layers=3, vision_depth=1, corpus_episodes=5)
     with pytest.raises(ValueError, match="one image token per cell"):
         train_tiny(merged, tmp_path / "refused", episodes=1, max_steps=1)
@@ -96,7 +101,41 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
     args = bench.parse_args(["--marking", "--merge", "1"])
     assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0  # as measured in the README
     for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
-                    ["--marking", "--merge", "1", "--dagger-rounds", "1"],
+                    ["--marking", "--merge", "1", "--dagger-rounds", "1", "--dagger-share", "1"],
                     ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"]):
         with pytest.raises(SystemExit):
             bench.parse_args(refused)
+
+
+def test_the_models_own_states_fill_half_of_every_batch():
+    import random
+
+    from localqwen_safari.tiny_training import batch_indices
+
+    rng = random.Random(0)
+    for _ in range(50):
+        batch = batch_indices(rng, 1000, 1040, 16)
+        assert len(batch) == len(set(batch)) == 16
+        assert sum(index >= 1000 for index in batch) == 8
+    assert sorted(batch_indices(rng, 1000, 1003, 16)[-3:]) == [1000, 1001, 1002]  # few own rows: all of them
+    assert all(index < 1000 for index in batch_indices(rng, 1000, 1000, 16))  # none: the teacher's alone
+    assert sorted(batch_indices(rng, 0, 5, 16)) == [0, 1, 2, 3, 4]  # own rows alone
+
+
+def test_the_models_own_states_as_rows_are_the_teachers_rows_when_the_teacher_plays():
+    from localqwen_safari.dagger import labelled_turns
+    from localqwen_safari.missions import KINDS
+    from localqwen_safari.policies import expert
+    from localqwen_safari.tiny_training import tiny_row
+
+    class ExpertBatch:
+        def decide(self, episodes):
+            return [expert(episode) for episode in episodes]
+
+    missions = [mission_for_seed(list(KINDS)[index % 2], 800 + index) for index in range(3)]
+    played = [(index, turn) for turns, _ in labelled_turns(ExpertBatch(), missions, batch_size=2) for index, turn in turns]
+    own = [tiny_row(turn) for _, turn in sorted(played, key=lambda item: item[0])]  # a stable sort: turns in order
+    taught = tiny_rows(3, seed_start=800)
+    assert len(own) == len(taught) > 10
+    assert all(a.view == b.view and a.messages == b.messages and a.marks == b.marks and a.nearest == b.nearest
+               for a, b in zip(own, taught, strict=True))
