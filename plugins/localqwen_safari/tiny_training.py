@@ -45,6 +45,10 @@ class TinyRow:
     messages: list[dict[str, Any]]  # the compact conversation row (dataset.conversation_row)
     marks: list[float]  # per view cell, row by row: 1.0 where the current target stands
     nearest: tuple[int, int] | None  # view (row, col) of the nearest target in view
+    # the frozen vision tower's output on the view (fp16), and which tower gave it (tower_fingerprint)
+    features: Any = None
+    deepstack: Any = None
+    tower: str = ""
 
 
 @dataclass
@@ -125,6 +129,17 @@ def own_rows(model: Path, episodes: int, *, seed_start: int = 300_000, teacher: 
     return rows, successes / max(1, episodes)
 
 
+def tower_fingerprint(visual: Any) -> str:
+    """A digest of the vision tower's weights: features a row keeps are reused only with the same tower."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, tensor in sorted(visual.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().view(-1).numpy().tobytes())
+    return digest.hexdigest()
+
+
 def batch_indices(rng: random.Random, teacher_count: int, total: int, batch_size: int) -> list[int]:
     """A batch of row indices: rows ``teacher_count`` and on (the model's own states) fill half of it
     when there are any, the teacher's rows the rest; no row twice in a batch."""
@@ -180,18 +195,25 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     cells = VIEW * VIEW
 
-    # The frozen tower's features of every view, once (fp16 keeps 35,000 views at ~1.3 GB).
+    # The frozen tower's features of every view, once (fp16 keeps 35,000 views at ~1.3 GB); kept on
+    # the rows, so a DAgger round that passes the same rows again does not encode them again.
     visual = model.model.visual
     visual.requires_grad_(False)
-    features, deepstack = [], []
+    tower = tower_fingerprint(visual)
+    todo = [row for row in rows if row.tower != tower]
     with torch.no_grad():
-        for first in range(0, len(rows), 256):
-            images = [Image.open(io.BytesIO(row.view)).convert("RGB") for row in rows[first:first + 256]]
+        for first in range(0, len(todo), 256):
+            chunk = todo[first:first + 256]
+            images = [Image.open(io.BytesIO(row.view)).convert("RGB") for row in chunk]
             encoded = processor.image_processor(images=images, return_tensors="pt")
             output = visual(encoded["pixel_values"], grid_thw=encoded["image_grid_thw"], return_dict=True)
-            features.append(output.pooler_output.reshape(len(images), cells, -1).half())
-            deepstack.append(torch.stack([layer.reshape(len(images), cells, -1) for layer in output.deepstack_features], 1).half())
-    all_features, all_deepstack = torch.cat(features), torch.cat(deepstack)
+            pooled = output.pooler_output.reshape(len(images), cells, -1).half()
+            stacked = torch.stack([layer.reshape(len(images), cells, -1) for layer in output.deepstack_features], 1).half()
+            for n, row in enumerate(chunk):
+                row.features, row.deepstack, row.tower = pooled[n].clone(), stacked[n].clone(), tower
+    features = [row.features for row in rows]
+    deepstack = [row.deepstack for row in rows]
+    all_features, all_deepstack = torch.stack(features), torch.stack(deepstack)  # type: ignore[arg-type]
 
     # Token ids, where the reply starts, and the span of the Thought's first sentence.
     dots = {token for token in range(len(tokenizer)) if "." in tokenizer.decode([token])}

@@ -69,7 +69,12 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=3, vision_depth=1, corpus_episodes=10, merge=1)
     warm = warm_up_vision(base, tmp_path / "warm", episodes=10, steps=60)
     first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8, readout_weight=0.1)
-    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8, readout_weight=0.1)
+    from localqwen_safari.dataset import TRAIN_SEED_START
+
+    rows = tiny_rows(10, seed_start=TRAIN_SEED_START)
+    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8, readout_weight=0.1, rows=rows)
+    encoded = [row.features for row in rows]
+    assert all(features is not None and tuple(features.shape) == (VIEW * VIEW, 64) for features in encoded)
     assert run.steps == 120 and not run.stopped_by_budget and run.rows > 100
     # the lessons learn: the last 100 steps' losses are below the first 5 steps'
     assert run.losses["replies"] < first.losses["replies"] and run.losses["marking"] < first.losses["marking"]
@@ -85,7 +90,10 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     # DAgger: it plays, the expert labels the states it met, and training goes on with them
     own, success = own_rows(run.model, 2, batch_size=2, max_new_tokens=48)
     assert len(own) >= 2 and 0.0 <= success <= 1.0 and all(len(row.marks) == VIEW * VIEW for row in own)
-    more = train_tiny(run.model, tmp_path / "dagger", episodes=10, max_steps=3, batch_size=8, dagger_rows=own)
+    more = train_tiny(run.model, tmp_path / "dagger", episodes=10, max_steps=3, batch_size=8, rows=rows, dagger_rows=own)
+    # the same frozen tower: the teacher's rows keep the features they had, the new rows get theirs
+    assert all(row.features is features for row, features in zip(rows, encoded, strict=True))
+    assert all(row.features is not None for row in own)
     assert more.steps == 3 and more.rows == run.rows + len(own) and (more.model / "config.json").is_file()
     merged = build_tiny_model(tmp_path / "merged", hidden=64, layers=3, vision_depth=1, corpus_episodes=5)
     with pytest.raises(ValueError, match="one image token per cell"):
