@@ -67,7 +67,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
                         help="the tiny model's image patches merged per token, each way (2: 25 tokens; 1: one per cell)")
     parser.add_argument("--oversample", type=int, default=1,
-                        help="training rows hold each turn with the target in sight or in reach this many times")
+                        help="training rows hold each turn with the target in sight or in reach this many times "
+                             "(with --marking: such rows are drawn this many times as often)")
     parser.add_argument("--grounding", type=int, default=0,
                         help="question rows per turn on its view ('Where is the lion?'), in the training rows")
     parser.add_argument("--grounding-warmup-steps", type=int, default=0,
@@ -127,9 +128,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--look and --dagger-rounds do not go together yet (DAgger's rows carry no look line)")
     if args.marking and (not tiny or args.merge != 1):
         parser.error("--marking trains the tiny model with a token per cell: use it with --merge 1 and no --model")
-    if args.marking and (args.look or args.grounding or args.grounding_warmup_steps or args.oversample != 1):
+    if args.marking and (args.look or args.grounding or args.grounding_warmup_steps):
         parser.error("--marking trains on the teacher's rows as they are: leave out --look, "
-                     "--grounding, --grounding-warmup-steps and --oversample")
+                     "--grounding and --grounding-warmup-steps")
     if not 0 < args.dagger_share < 1:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
     if not tiny and not (args.lora or args.qlora):
@@ -233,7 +234,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                   f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
 
     lessons = {"batch_size": args.batch_size, "marking_weight": args.marking_weight,
-               "readout_weight": args.readout_weight, "on_step": report}
+               "readout_weight": args.readout_weight, "oversample": args.oversample, "on_step": report}
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher)
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,

@@ -45,6 +45,7 @@ class TinyRow:
     messages: list[dict[str, Any]]  # the compact conversation row (dataset.conversation_row)
     marks: list[float]  # per view cell, row by row: 1.0 where the current target stands
     nearest: tuple[int, int] | None  # view (row, col) of the nearest target in view
+    situation: str = ""  # what the teacher's decision rested on (policies.SITUATIONS)
     # the frozen vision tower's output on the view (fp16), and which tower gave it (tower_fingerprint)
     features: Any = None
     deepstack: Any = None
@@ -82,7 +83,7 @@ def tiny_row(turn: Turn) -> TinyRow:
     assert turn.view is not None
     row = compact_row("view.png", turn.compact_context, turn.decision, turn.lead)
     marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
-    return TinyRow(turn.view, row["messages"], marks, nearest)
+    return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
 
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
@@ -140,19 +141,30 @@ def tower_fingerprint(visual: Any) -> str:
     return digest.hexdigest()
 
 
-def batch_indices(rng: random.Random, teacher_count: int, total: int, batch_size: int) -> list[int]:
+def batch_indices(rng: random.Random, teacher_pool: list[int], teacher_count: int, total: int,
+                  batch_size: int) -> list[int]:
     """A batch of row indices: rows ``teacher_count`` and on (the model's own states) fill half of it
-    when there are any, the teacher's rows the rest; no row twice in a batch."""
+    when there are any, and the teacher's rows the rest, drawn from ``teacher_pool`` (each of its
+    rows once, or more often where oversampled: :func:`teacher_pool`)."""
     own = min(batch_size // 2, total - teacher_count) if teacher_count else batch_size
-    return (rng.sample(range(teacher_count), min(batch_size - own, teacher_count))
+    return (rng.sample(teacher_pool, min(batch_size - own, len(teacher_pool)))
             + rng.sample(range(teacher_count, total), min(own, total - teacher_count)))
+
+
+def teacher_pool(rows: list[TinyRow], oversample: int) -> list[int]:
+    """The teacher's row indices to draw batches from: the rows whose turn has the target in sight or
+    in reach (dataset.TARGET_SITUATIONS: about one in six) ``oversample`` times, the rest once."""
+    from localqwen_safari.dataset import TARGET_SITUATIONS
+
+    return [index for index, row in enumerate(rows)
+            for _ in range(oversample if row.situation in TARGET_SITUATIONS else 1)]
 
 
 def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | None = None,
                teacher: str = "expert", minutes: float | None = None, max_steps: int = -1,
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
-               dagger_rows: list[TinyRow] | None = None,
+               dagger_rows: list[TinyRow] | None = None, oversample: int = 1,
                on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
@@ -162,6 +174,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     ``on_step(step, max_steps, loss)`` reports progress (max_steps -1: bounded by time only).
     ``dagger_rows`` (:func:`own_rows`, the model's own states) fill half of every batch: they are
     what it meets in play, and a few thousand beside the teacher's 35,000 would hardly be drawn.
+    ``oversample``: the teacher's rows with the target in sight or reach are drawn this many times
+    as often (:func:`teacher_pool`).
     Writes the model to ``out/final``."""
     import torch
     from PIL import Image
@@ -177,7 +191,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     torch.manual_seed(seed)
     if rows is None:
         rows = tiny_rows(episodes, seed_start=TRAIN_SEED_START if seed_start is None else seed_start, teacher=teacher)
-    teacher_count = len(rows)
+    teacher_count, pool = len(rows), teacher_pool(rows, oversample)
     rows = rows + (dagger_rows or [])
     if not rows:
         raise ValueError("no rows to train on: give at least one episode")
@@ -276,7 +290,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         if deadline is not None and time.monotonic() > deadline:
             stopped_by_budget = True
             break
-        loss, parts = step_loss(batch_indices(rng, teacher_count, len(rows), batch_size))
+        loss, parts = step_loss(batch_indices(rng, pool, teacher_count, len(rows), batch_size))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimiser.step()

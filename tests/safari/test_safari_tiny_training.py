@@ -121,13 +121,27 @@ def test_the_models_own_states_fill_half_of_every_batch():
     from localqwen_safari.tiny_training import batch_indices
 
     rng = random.Random(0)
+    pool = list(range(1000))
     for _ in range(50):
-        batch = batch_indices(rng, 1000, 1040, 16)
+        batch = batch_indices(rng, pool, 1000, 1040, 16)
         assert len(batch) == len(set(batch)) == 16
         assert sum(index >= 1000 for index in batch) == 8
-    assert sorted(batch_indices(rng, 1000, 1003, 16)[-3:]) == [1000, 1001, 1002]  # few own rows: all of them
-    assert all(index < 1000 for index in batch_indices(rng, 1000, 1000, 16))  # none: the teacher's alone
-    assert sorted(batch_indices(rng, 0, 5, 16)) == [0, 1, 2, 3, 4]  # own rows alone
+    assert sorted(batch_indices(rng, pool, 1000, 1003, 16)[-3:]) == [1000, 1001, 1002]  # few own rows: all of them
+    assert all(index < 1000 for index in batch_indices(rng, pool, 1000, 1000, 16))  # none: the teacher's alone
+    assert sorted(batch_indices(rng, [], 0, 5, 16)) == [0, 1, 2, 3, 4]  # own rows alone
+
+
+def test_oversampled_rows_are_the_target_turns():
+    from localqwen_safari.dataset import TARGET_SITUATIONS
+    from localqwen_safari.tiny_training import teacher_pool
+
+    rows = tiny_rows(4, seed_start=700)
+    targets = [index for index, row in enumerate(rows) if row.situation in TARGET_SITUATIONS]
+    assert 0 < len(targets) < len(rows) / 2 and all(row.situation for row in rows)
+    assert teacher_pool(rows, 1) == list(range(len(rows)))
+    pool = teacher_pool(rows, 3)
+    assert len(pool) == len(rows) + 2 * len(targets)
+    assert all(pool.count(index) == (3 if index in targets else 1) for index in range(len(rows)))
 
 
 def test_the_models_own_states_as_rows_are_the_teachers_rows_when_the_teacher_plays():
