@@ -17,7 +17,9 @@ Both heads are thrown away; the model folder written is an ordinary Qwen3-VL tha
 the same ``ModelPolicy`` as any other. The vision tower stays frozen (it is warmed up first,
 vision_warmup.py), so each view's image features are computed once before the first step instead
 of on every step. The rows are the ``safari`` data source's compact rows (dataset.write_turn),
-built here in memory with their labels.
+built here in memory with their labels. DAgger rounds (:func:`own_rows`) add rows of the states the
+model reaches itself, labelled by the teacher: it walks into water and declares where no target is,
+states the teacher's episodes never show.
 """
 
 from __future__ import annotations
