@@ -265,6 +265,10 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
              "steps": step_run.steps, "losses": step_run.losses, "seconds": round(time.monotonic() - round_started, 1)})
         print(f"  round {number}: {step_run.steps} steps, half of each batch the model's own states; losses "
               + ", ".join(f"{name} {value:.4f}" for name, value in step_run.losses.items()), flush=True)
+    if training.get("dagger"):  # the summary line covers every stage, not just the first
+        training["summary"] += "; then " + ", ".join(
+            f"DAgger round {item['round']}: {item['steps']} steps, half of each batch its own {item['own_rows']} states"
+            for item in training["dagger"])
     training["seconds"] = round(time.monotonic() - started, 1)
     return trained, training
 
