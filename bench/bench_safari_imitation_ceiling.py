@@ -62,13 +62,12 @@ def exploring_turns(episodes: int) -> tuple[list[list[int]], list[str]]:
     """The expert's new-goal turns of ``episodes`` training episodes (kinds alternating, as
     ``generate``): features and the move as a label (``up4``)."""
     from localqwen_safari.episode import Episode
-    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.policies import expert
 
-    kinds = list(KINDS)
     features, labels = [], []
-    for index in range(episodes):
-        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], TRAIN_SEED_START + index))
+    for mission in missions_in_turn(episodes, TRAIN_SEED_START):
+        episode = Episode.start(mission)
         while not episode.done:
             decision = expert(episode)
             if decision.situation == HIDDEN_SITUATION:

@@ -214,7 +214,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     rounds on the model's own states (--dagger-share of the time left), inside --train-minutes."""
     from dataclasses import asdict
 
-    from localqwen_safari.dataset import TRAIN_SEED_START
+    from localqwen_safari.dataset import DAGGER_SEED_START, TRAIN_SEED_START
     from localqwen_safari.tiny_training import TinyRow, own_rows, tiny_rows, train_tiny
     from localqwen_safari.vision_warmup import warm_up_vision
 
@@ -250,7 +250,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
         # each round gets an even part of what is left (the last round all of it)
         round_minutes = minutes_left() / (args.dagger_rounds - number + 1)
         new_rows, success = own_rows(trained, args.dagger_episodes, teacher=args.teacher,
-                                     seed_start=300_000 + (number - 1) * args.dagger_episodes,
+                                     seed_start=DAGGER_SEED_START + (number - 1) * args.dagger_episodes,
                                      batch_size=args.eval_batch, max_new_tokens=args.max_new_tokens)
         own += new_rows
         played = (time.monotonic() - round_started) / 60
@@ -276,6 +276,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
 def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str, training: dict[str, Any]) -> Path:
     """--dagger-rounds rounds on the model's own states, each training on the expert's rows and
     every round's so far, inside what is left of --train-minutes."""
+    from localqwen_safari.dataset import DAGGER_SEED_START
     from localqwen_safari.learning import dagger_round
 
     folders = [work / "run" / "data"]  # the expert's rows the first run trained on
@@ -288,7 +289,7 @@ def dagger_rounds(args: argparse.Namespace, model: Path, work: Path, prompt: str
         started = time.monotonic()
         run, rows = dagger_round(model, folders, work / f"dagger-{number}", episodes=args.dagger_episodes,
                                  steps=args.dagger_steps, learning_rate=args.dagger_learning_rate,
-                                 seed_start=300_000 + (number - 1) * args.dagger_episodes, prompt=prompt,
+                                 seed_start=DAGGER_SEED_START + (number - 1) * args.dagger_episodes, prompt=prompt,
                                  max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, minutes=left,
                                  teacher=args.teacher)
         seconds = time.monotonic() - started

@@ -38,6 +38,7 @@ from localqwen_safari.policies import (
     route_text,
     visible_animals,
 )
+from localqwen_safari.render import render_view
 
 
 def honest_notepad(episode: Episode) -> str:
@@ -69,8 +70,6 @@ def labelled_turns(policy: BatchPolicy, missions: Sequence[Mission], *, batch_si
     """Play ``missions`` with ``policy`` in lockstep, ``batch_size`` at a time; for each batch, yield
     every state it met as a turn whose decision is :func:`expert_label` (asking ``teacher``), with the
     index of its mission, and the batch's finished episodes."""
-    from localqwen_safari.render import render_view
-
     for first in range(0, len(missions), batch_size):
         group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
         turns: list[tuple[int, Turn]] = []

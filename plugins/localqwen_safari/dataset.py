@@ -19,7 +19,7 @@ from typing import IO, Any
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
 from localqwen_safari.look import look_line, look_question, look_row, sighting, with_look
-from localqwen_safari.missions import KINDS, Mission, mission_for_seed
+from localqwen_safari.missions import KINDS, Mission, missions_in_turn
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, get_teacher
 from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, compact_user, system_prompt
@@ -29,6 +29,7 @@ DATASET_FILE = "dataset.jsonl"
 CONVERSATIONS_FILE = "conversations.jsonl"
 GROUNDING_FILE = "grounding.jsonl"  # the question rows alone, with ``grounding_apart`` (the grounding warm-up's)
 TRAIN_SEED_START = 100_000  # far from the evaluation seeds (1000-1299 in the README)
+DAGGER_SEED_START = 300_000  # the missions a model plays for DAgger (round N: the next block), away from both
 
 
 # The turns where the target is in sight or within reach: about one in six of the expert's, and
@@ -77,8 +78,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
             open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
             open(out_dir / GROUNDING_FILE, "w", encoding="utf-8") if grounding_apart else nullcontext(chat_rows) \
             as question_rows:
-        for index in range(episodes):
-            mission = mission_for_seed(kinds[index % len(kinds)], seed_start + index)
+        for index, mission in enumerate(missions_in_turn(episodes, seed_start, tuple(kinds))):
             episode = Episode.start(mission)
             for turn in play_turns(episode, policy, render=True):
                 image_file = f"images/e{index:06d}_t{turn.number:02d}.png"

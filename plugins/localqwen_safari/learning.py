@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from localqwen_safari.dataset import DAGGER_SEED_START
+
 CORPUS_SEED_START = 50_000  # neither training (100,000+) nor evaluation (1000-1299) seeds
 
 
@@ -22,15 +24,14 @@ def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
     """Safari text in the compact profile (contexts, Thoughts, tool calls as the chat template
     writes them), so the tiny model's BPE tokenizer spends its vocabulary on this task."""
     from localqwen_safari.episode import Episode
-    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import get_teacher
     from localqwen_safari.prompts import COMPACT_SYSTEM_PROMPT, compact_thought
 
     lines = [COMPACT_SYSTEM_PROMPT]
-    kinds = list(KINDS)
-    for index in range(episodes):
-        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], CORPUS_SEED_START + index))
+    for mission in missions_in_turn(episodes, CORPUS_SEED_START):
+        episode = Episode.start(mission)
         for turn in play_turns(episode, get_teacher(teacher)):
             lines.append(turn.compact_context)
             lines.append("Thought: " + compact_thought(turn.decision.thought, turn.lead))
@@ -200,7 +201,7 @@ def train_on_expert(model: Path, out: Path, *, episodes: int, epochs: float, bat
 
 
 def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: int, steps: int,
-                 learning_rate: float = 1e-3, seed_start: int = 300_000, prompt: str = "compact",
+                 learning_rate: float = 1e-3, seed_start: int = DAGGER_SEED_START, prompt: str = "compact",
                  max_new_tokens: int = 160, batch_size: int = 8, minutes: float | None = None,
                  on_progress: Callable[[Any], None] | None = None,
                  teacher: str = "expert") -> tuple[TrainingRun, dict[str, Any]]:
@@ -215,14 +216,13 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
     from localqwen_safari.dagger import aggregate, collect_rows
-    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.model_policy import ModelPolicy
     from localqwen_safari.policies import get_teacher
 
     labeller = get_teacher(teacher)  # an unknown name fails before the model plays
     started = time.monotonic()
-    kinds = list(KINDS)
-    missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
+    missions = missions_in_turn(episodes, seed_start)
     engine = TransformersEngine(model)
     try:
         policy = ModelPolicy(engine, out / "views", settings=GenerationSettings(max_new_tokens=max_new_tokens),
@@ -270,15 +270,14 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
     from localqwen_safari.dataset import TARGET_SITUATIONS
     from localqwen_safari.episode import Episode
-    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.model_policy import ModelPolicy
     from localqwen_safari.policies import SITUATIONS_MET, Decision, get_teacher
 
-    kinds = list(KINDS)
     policy_of_teacher = get_teacher(teacher)
     states: dict[str, list[tuple[Episode, Decision]]] = {}
-    for index in range(max_episodes):
-        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
+    for mission in missions_in_turn(max_episodes, seed_start):
+        episode = Episode.start(mission)
         while not episode.done:
             decision = policy_of_teacher(episode)
             bucket = states.setdefault(decision.situation, [])

@@ -63,6 +63,12 @@ def mission_for_seed(kind: str, seed: int) -> Mission:
     return Mission(f"{kind}-{seed}", kind, tuple(rng.sample(SPECIES, KINDS[kind])), seed=seed)
 
 
+def missions_in_turn(count: int, seed_start: int, kinds: tuple[str, ...] = tuple(KINDS)) -> list[Mission]:
+    """``count`` generated missions with seeds from ``seed_start``, the ``kinds`` taken in turn
+    (find-one, find-two, find-one, ...): how training, DAgger and probe episodes are drawn."""
+    return [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(count)]
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"1000-1299"``, ``"7"`` or ``"1,2,10-12"`` -> the seeds in order."""
     seeds: list[int] = []

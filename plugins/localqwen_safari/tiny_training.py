@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from localqwen_safari.dataset import DAGGER_SEED_START
 from localqwen_safari.episode import VIEW, VIEW_BEFORE
 from localqwen_safari.world import Cell
 
@@ -91,20 +92,18 @@ def tiny_row(turn: Turn) -> TinyRow:
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
     """The teacher's episodes as compact rows with their labels."""
     from localqwen_safari.episode import Episode
-    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import get_teacher
 
     policy = get_teacher(teacher)
-    kinds = list(KINDS)
     rows = []
-    for index in range(episodes):
-        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
-        rows += [tiny_row(turn) for turn in play_turns(episode, policy, render=True)]
+    for mission in missions_in_turn(episodes, seed_start):
+        rows += [tiny_row(turn) for turn in play_turns(Episode.start(mission), policy, render=True)]
     return rows
 
 
-def own_rows(model: Path, episodes: int, *, seed_start: int = 300_000, teacher: str = "expert",
+def own_rows(model: Path, episodes: int, *, seed_start: int = DAGGER_SEED_START, teacher: str = "expert",
              batch_size: int = 100, max_new_tokens: int = 128) -> tuple[list[TinyRow], float]:
     """DAgger's rows for the tiny loop: ``model`` plays ``episodes`` missions (both kinds, seeds from
     ``seed_start``, away from the teacher's and the evaluation's) and every state it met becomes a
@@ -115,13 +114,12 @@ def own_rows(model: Path, episodes: int, *, seed_start: int = 300_000, teacher: 
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
     from localqwen_safari.dagger import labelled_turns
-    from localqwen_safari.missions import KINDS, mission_for_seed
+    from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.model_policy import ModelPolicy
     from localqwen_safari.policies import get_teacher
 
     labeller = get_teacher(teacher)
-    kinds = list(KINDS)
-    missions = [mission_for_seed(kinds[index % len(kinds)], seed_start + index) for index in range(episodes)]
+    missions = missions_in_turn(episodes, seed_start)
     rows, successes = [], 0
     with tempfile.TemporaryDirectory(prefix="safari-own-") as views, TransformersEngine(model) as engine:
         policy = ModelPolicy(engine, Path(views), settings=GenerationSettings(max_new_tokens=max_new_tokens),

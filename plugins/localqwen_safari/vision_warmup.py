@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localqwen_safari.episode import VIEW, Episode
-from localqwen_safari.missions import KINDS, mission_for_seed
+from localqwen_safari.missions import missions_in_turn
 from localqwen_safari.world import LAND, ROCK, SPECIES, WATER
 
 CLASSES = ("outside", LAND, WATER, ROCK, *SPECIES)
@@ -65,10 +65,9 @@ def collect_views(episodes: int, seed_start: int, *, limit: int) -> list[tuple[b
     from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import expert
 
-    kinds = list(KINDS)
     views = []
-    for index in range(episodes):
-        episode = Episode.start(mission_for_seed(kinds[index % len(kinds)], seed_start + index))
+    for mission in missions_in_turn(episodes, seed_start):
+        episode = Episode.start(mission)
         labels = cell_classes(episode)
         for turn in play_turns(episode, expert, render=True):
             assert turn.view is not None
