@@ -98,6 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="constant suits a run the time budget may cut anywhere; cosine / linear decay to 0 "
                              "at --max-steps (set it to what --train-minutes allows)")
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
+    parser.add_argument("--final-lr-fraction", type=float, default=0.1,
+                        help="with --marking: each training stage's learning rate falls linearly to this share of "
+                             "its start by the end of its budget (1 keeps it flat, as before 2026-11-28)")
     parser.add_argument("--dagger-rounds", type=int, default=0,
                         help="tiny only: rounds of training on the model's own states after the expert's "
                              "episodes (dagger.py), within --train-minutes")
@@ -133,6 +136,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "--grounding and --grounding-warmup-steps")
     if not 0 < args.dagger_share < 1:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
+    if not 0 <= args.final_lr_fraction <= 1:
+        parser.error("--final-lr-fraction is a share of the starting learning rate: between 0 and 1")
     if not tiny and not (args.lora or args.qlora):
         parser.error("a pretrained --model is adapted with --lora or --qlora (full fine-tuning is for the tiny one)")
     args.episodes = args.episodes or (40 if args.quick else 200)
@@ -234,7 +239,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                   f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
 
     lessons = {"batch_size": args.batch_size, "marking_weight": args.marking_weight,
-               "readout_weight": args.readout_weight, "oversample": args.oversample, "on_step": report}
+               "readout_weight": args.readout_weight, "oversample": args.oversample,
+               "final_lr_fraction": args.final_lr_fraction, "on_step": report}
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher)
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
