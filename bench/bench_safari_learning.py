@@ -224,8 +224,12 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     from localqwen_safari.vision_warmup import warm_up_vision
 
     started = time.monotonic()
+    # One pass over the teacher's episodes gives the rows and, for the expert, the warm-up's views.
+    views: list[tuple[bytes, list[int]]] | None = [] if args.teacher == "expert" else None
+    rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views)
+    print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s", flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,
-                          on_step=lambda step, total, loss: print(
+                          views=views, on_step=lambda step, total, loss: print(
                               f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
                           if step % 100 == 0 or step == total else None)
     print(warmup_line(warm), flush=True)
@@ -241,7 +245,6 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     lessons = {"batch_size": args.batch_size, "marking_weight": args.marking_weight,
                "readout_weight": args.readout_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report}
-    rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher)
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
                      minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,

@@ -89,17 +89,28 @@ def tiny_row(turn: Turn) -> TinyRow:
     return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
 
 
-def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert") -> list[TinyRow]:
-    """The teacher's episodes as compact rows with their labels."""
+def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
+              views: list[tuple[bytes, list[int]]] | None = None) -> list[TinyRow]:
+    """The teacher's episodes as compact rows with their labels. Given a ``views`` list, also
+    appends every view with its cell classes, as vision_warmup.collect_views gathers them (the same
+    list for the expert's episodes), so the warm-up need not play the episodes again."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import get_teacher
+    from localqwen_safari.vision_warmup import cell_classes
 
     policy = get_teacher(teacher)
     rows = []
     for mission in missions_in_turn(episodes, seed_start):
-        rows += [tiny_row(turn) for turn in play_turns(Episode.start(mission), policy, render=True)]
+        episode = Episode.start(mission)
+        classes = cell_classes(episode) if views is not None else []
+        for turn in play_turns(episode, policy, render=True):
+            rows.append(tiny_row(turn))
+            if views is not None:
+                assert turn.view is not None
+                views.append((turn.view, classes))
+                classes = cell_classes(episode)
     return rows
 
 
@@ -158,6 +169,16 @@ def teacher_pool(rows: list[TinyRow], oversample: int) -> list[int]:
 
     return [index for index, row in enumerate(rows)
             for _ in range(oversample if row.situation in TARGET_SITUATIONS else 1)]
+
+
+def learning_rate_at(step: int, peak: float, progress: float, *, max_steps: int = -1,
+                     final_fraction: float = 0.1) -> float:
+    """The tiny loop's learning rate at ``step``: a linear warm-up over 100 steps (a tenth of a
+    shorter ``max_steps``), then ``peak`` falling linearly with ``progress`` (the share of the
+    budget spent, steps or minutes) to ``final_fraction`` of it."""
+    warmup = min(100, max(1, max_steps // 10)) if max_steps > 0 else 100
+    progress = min(1.0, max(0.0, progress))
+    return peak * min(1.0, (step + 1) / warmup) * (1.0 - (1.0 - final_fraction) * progress)
 
 
 def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | None = None,
@@ -289,14 +310,12 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         loss = replies + marking_weight * marking + readout_weight * readout
         return loss, [replies.item(), marking.item(), readout.item()]
 
-    warmup = min(100, max(1, max_steps // 10)) if max_steps > 0 else 100  # steps
-
     def learning_rate_now(step: int, loop_started: float) -> float:
         done = [step / max_steps] if max_steps > 0 else []
         if deadline is not None:
             done.append((time.monotonic() - loop_started) / max(1e-9, deadline - loop_started))
-        progress = min(1.0, max(done, default=0.0))
-        return learning_rate * min(1.0, (step + 1) / warmup) * (1.0 - (1.0 - final_lr_fraction) * progress)
+        return learning_rate_at(step, learning_rate, max(done, default=0.0), max_steps=max_steps,
+                                final_fraction=final_lr_fraction)
 
     model.train()
     step, recent = 0, list[list[float]]()

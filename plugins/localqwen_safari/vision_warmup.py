@@ -73,10 +73,15 @@ def collect_views(episodes: int, seed_start: int, *, limit: int) -> list[tuple[b
             assert turn.view is not None
             views.append((turn.view, labels))
             labels = cell_classes(episode)
-    if len(views) > limit:
-        step = len(views) / limit
-        views = [views[int(i * step)] for i in range(limit)]
-    return views
+    return spread(views, limit)
+
+
+def spread(views: list[tuple[bytes, list[int]]], limit: int) -> list[tuple[bytes, list[int]]]:
+    """At most ``limit`` of ``views``, taken evenly across them."""
+    if len(views) <= limit:
+        return views
+    step = len(views) / limit
+    return [views[int(i * step)] for i in range(limit)]
 
 
 def token_labels(classes: list[int], merge: int) -> list[list[int]]:
@@ -103,9 +108,12 @@ def save_model_folder(model, processor, source: Path, out: Path) -> Path:
 
 def warm_up_vision(model_dir: Path, out: Path, *, episodes: int, steps: int = 600, batch_size: int = 16,
                    learning_rate: float = 2e-3, seed_start: int | None = None, seed: int = 0,
-                   max_views: int = 12_000, on_step: Callable[[int, int, float], None] | None = None) -> WarmupResult:
+                   max_views: int = 12_000, on_step: Callable[[int, int, float], None] | None = None,
+                   views: list[tuple[bytes, list[int]]] | None = None) -> WarmupResult:
     """Train the vision tower and merger of ``model_dir`` on the dense cell labels of the views in
-    ``episodes`` expert episodes; write the whole model (text weights untouched) to ``out``."""
+    ``episodes`` expert episodes; write the whole model (text weights untouched) to ``out``.
+    ``views``: those episodes' views with their cell classes, gathered already while playing them
+    for something else (tiny_training.tiny_rows), so they are not played twice."""
     import torch
     from PIL import Image
     from transformers import AutoModelForImageTextToText, AutoProcessor
@@ -115,7 +123,10 @@ def warm_up_vision(model_dir: Path, out: Path, *, episodes: int, steps: int = 60
     started = time.monotonic()
     rng = random.Random(seed)
     torch.manual_seed(seed)
-    views = collect_views(episodes, TRAIN_SEED_START if seed_start is None else seed_start, limit=max_views)
+    if views is None:
+        views = collect_views(episodes, TRAIN_SEED_START if seed_start is None else seed_start, limit=max_views)
+    else:
+        views = spread(views, max_views)
     rng.shuffle(views)
     held_out = views[: min(400, len(views) // 10)]
     train = views[len(held_out):]

@@ -110,9 +110,22 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
     assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0  # as measured in the README
     for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
                     ["--marking", "--merge", "1", "--dagger-rounds", "1", "--dagger-share", "1"],
+                    ["--marking", "--merge", "1", "--final-lr-fraction", "1.5"],
                     ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"]):
         with pytest.raises(SystemExit):
             bench.parse_args(refused)
+
+
+def test_the_learning_rate_warms_up_then_falls_to_its_final_share():
+    from localqwen_safari.tiny_training import learning_rate_at
+
+    assert learning_rate_at(0, 2e-3, 0.0) == pytest.approx(2e-5)  # 100 warm-up steps on a time budget
+    assert learning_rate_at(99, 2e-3, 0.0) == pytest.approx(2e-3)
+    assert learning_rate_at(500, 2e-3, 0.5) == pytest.approx(1.1e-3)
+    assert learning_rate_at(900, 2e-3, 1.0) == pytest.approx(2e-4)
+    assert learning_rate_at(900, 2e-3, 1.7) == pytest.approx(2e-4)  # past the deadline: no lower
+    assert learning_rate_at(900, 2e-3, 1.0, final_fraction=1.0) == pytest.approx(2e-3)  # flat
+    assert learning_rate_at(0, 2e-3, 0.0, max_steps=50) == pytest.approx(2e-3 / 5)  # warm-up: a tenth of 50
 
 
 def test_the_models_own_states_fill_half_of_every_batch():

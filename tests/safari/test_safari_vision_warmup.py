@@ -55,6 +55,20 @@ def test_cell_classes_are_what_the_view_shows():
     assert animals_seen > 0  # the check covered animal cells, not only ground
 
 
+
+def test_the_rows_pass_gathers_the_same_views_as_the_warmup_would():
+    """The bench plays the expert's episodes once: tiny_rows hands the warm-up the very views (and
+    labels) collect_views would have played again for."""
+    from localqwen_safari.tiny_training import tiny_rows
+    from localqwen_safari.vision_warmup import spread
+
+    gathered: list[tuple[bytes, list[int]]] = []
+    rows = tiny_rows(3, seed_start=1000, views=gathered)
+    assert len(gathered) == len(rows) and [view for view, _ in gathered] == [row.view for row in rows]
+    assert spread(gathered, 12) == collect_views(3, 1000, limit=12)
+    assert spread(gathered, 10_000) == gathered
+
+
 @pytest.mark.parametrize("model", ["tiny_safari_model", "tiny_safari_model_per_cell"])
 def test_token_labels_follow_the_processors_patch_order(model, request):
     """Each image token is merge x merge consecutive patch rows of pixel_values (the merger
