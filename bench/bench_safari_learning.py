@@ -98,9 +98,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="constant suits a run the time budget may cut anywhere; cosine / linear decay to 0 "
                              "at --max-steps (set it to what --train-minutes allows)")
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
-    parser.add_argument("--final-lr-fraction", type=float, default=0.1,
+    parser.add_argument("--final-lr-fraction", type=float, default=1.0,
                         help="with --marking: each training stage's learning rate falls linearly to this share of "
-                             "its start by the end of its budget (1 keeps it flat, as before 2026-11-28)")
+                             "its start by the end of its budget (1, the default, keeps it flat: README, 'A falling learning rate')")
     parser.add_argument("--dagger-rounds", type=int, default=0,
                         help="tiny only: rounds of training on the model's own states after the expert's "
                              "episodes (dagger.py), within --train-minutes")

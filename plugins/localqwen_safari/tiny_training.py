@@ -172,7 +172,7 @@ def teacher_pool(rows: list[TinyRow], oversample: int) -> list[int]:
 
 
 def learning_rate_at(step: int, peak: float, progress: float, *, max_steps: int = -1,
-                     final_fraction: float = 0.1) -> float:
+                     final_fraction: float = 1.0) -> float:
     """The tiny loop's learning rate at ``step``: a linear warm-up over 100 steps (a tenth of a
     shorter ``max_steps``), then ``peak`` falling linearly with ``progress`` (the share of the
     budget spent, steps or minutes) to ``final_fraction`` of it."""
@@ -185,7 +185,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                teacher: str = "expert", minutes: float | None = None, max_steps: int = -1,
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
-               dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 0.1,
+               dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
                on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
@@ -197,10 +197,11 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     what it meets in play, and a few thousand beside the teacher's 35,000 would hardly be drawn.
     ``oversample``: the teacher's rows with the target in sight or reach are drawn this many times
     as often (:func:`teacher_pool`).
-    The learning rate warms up over 100 steps (a tenth of a shorter ``max_steps``), then falls linearly to ``final_lr_fraction`` of
-    ``learning_rate`` by the end of the budget (``max_steps`` or ``minutes``, whichever comes first;
-    1.0 keeps it flat): at a flat 2e-3 the replies' loss was still falling, and noisily, when the
-    30 minutes ran out.
+    The learning rate warms up over 100 steps (a tenth of a shorter ``max_steps``), then stays flat,
+    or falls linearly to ``final_lr_fraction`` of ``learning_rate`` by the end of the budget
+    (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
+    a lower replies' loss and a model that noticed and declared the target less often, because the
+    marking lesson stopped converging (README, "A falling learning rate").
     Writes the model to ``out/final``."""
     import torch
     from PIL import Image

@@ -121,10 +121,10 @@ def test_the_learning_rate_warms_up_then_falls_to_its_final_share():
 
     assert learning_rate_at(0, 2e-3, 0.0) == pytest.approx(2e-5)  # 100 warm-up steps on a time budget
     assert learning_rate_at(99, 2e-3, 0.0) == pytest.approx(2e-3)
-    assert learning_rate_at(500, 2e-3, 0.5) == pytest.approx(1.1e-3)
-    assert learning_rate_at(900, 2e-3, 1.0) == pytest.approx(2e-4)
-    assert learning_rate_at(900, 2e-3, 1.7) == pytest.approx(2e-4)  # past the deadline: no lower
-    assert learning_rate_at(900, 2e-3, 1.0, final_fraction=1.0) == pytest.approx(2e-3)  # flat
+    assert learning_rate_at(900, 2e-3, 1.0) == pytest.approx(2e-3)  # flat by default
+    assert learning_rate_at(500, 2e-3, 0.5, final_fraction=0.1) == pytest.approx(1.1e-3)
+    assert learning_rate_at(900, 2e-3, 1.0, final_fraction=0.1) == pytest.approx(2e-4)
+    assert learning_rate_at(900, 2e-3, 1.7, final_fraction=0.1) == pytest.approx(2e-4)  # past the deadline: no lower
     assert learning_rate_at(0, 2e-3, 0.0, max_steps=50) == pytest.approx(2e-3 / 5)  # warm-up: a tenth of 50
 
 
