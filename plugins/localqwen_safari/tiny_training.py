@@ -96,21 +96,17 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
     list for the expert's episodes), so the warm-up need not play the episodes again."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
-    from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import get_teacher
-    from localqwen_safari.vision_warmup import cell_classes
+    from localqwen_safari.vision_warmup import turns_with_classes
 
     policy = get_teacher(teacher)
     rows = []
     for mission in missions_in_turn(episodes, seed_start):
-        episode = Episode.start(mission)
-        classes = cell_classes(episode) if views is not None else []
-        for turn in play_turns(episode, policy, render=True):
+        for turn, classes in turns_with_classes(Episode.start(mission), policy):
             rows.append(tiny_row(turn))
             if views is not None:
                 assert turn.view is not None
                 views.append((turn.view, classes))
-                classes = cell_classes(episode)
     return rows
 
 

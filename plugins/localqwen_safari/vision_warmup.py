@@ -18,13 +18,17 @@ from __future__ import annotations
 import random
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from localqwen_safari.episode import VIEW, Episode
 from localqwen_safari.missions import missions_in_turn
 from localqwen_safari.world import LAND, ROCK, SPECIES, WATER
+
+if TYPE_CHECKING:
+    from localqwen_safari.playing import Turn
 
 CLASSES = ("outside", LAND, WATER, ROCK, *SPECIES)
 ANIMAL_WEIGHT = 10.0  # animals cover ~1% of cells: without this the head learns the ground only
@@ -62,18 +66,25 @@ def cell_classes(episode: Episode) -> list[int]:
 def collect_views(episodes: int, seed_start: int, *, limit: int) -> list[tuple[bytes, list[int]]]:
     """The views the expert sees in ``episodes`` episodes (the training episodes when
     ``seed_start`` is the data source's), with their cell classes; at most ``limit``, spread evenly."""
-    from localqwen_safari.playing import play_turns
     from localqwen_safari.policies import expert
 
     views = []
     for mission in missions_in_turn(episodes, seed_start):
-        episode = Episode.start(mission)
-        labels = cell_classes(episode)
-        for turn in play_turns(episode, expert, render=True):
+        for turn, classes in turns_with_classes(Episode.start(mission), expert):
             assert turn.view is not None
-            views.append((turn.view, labels))
-            labels = cell_classes(episode)
+            views.append((turn.view, classes))
     return spread(views, limit)
+
+
+def turns_with_classes(episode: Episode, policy: Any) -> Iterator[tuple[Turn, list[int]]]:
+    """Play ``episode`` with ``policy`` (views rendered), each turn with the cell classes of the view
+    it was played from."""
+    from localqwen_safari.playing import play_turns
+
+    classes = cell_classes(episode)
+    for turn in play_turns(episode, policy, render=True):
+        yield turn, classes
+        classes = cell_classes(episode)
 
 
 def spread(views: list[tuple[bytes, list[int]]], limit: int) -> list[tuple[bytes, list[int]]]:
