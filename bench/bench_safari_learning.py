@@ -83,6 +83,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--marking-weight", type=float, default=1.0, help="with --marking: the marking lesson's weight")
     parser.add_argument("--readout-weight", type=float, default=0.0,
                         help="with --marking: the readout lesson's weight (0: off, as measured in the README)")
+    parser.add_argument("--pointer-weight", type=float, default=0.0,
+                        help="with --marking: the pointer lesson's weight (pointer.py: a second-layer head asked "
+                             "to look at the target's image token while the Thought places it; 0: off)")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -136,6 +139,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "--grounding and --grounding-warmup-steps")
     if not 0 < args.dagger_share < 1:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
+    if args.pointer_weight and not args.marking:
+        parser.error("--pointer-weight is a lesson of the tiny loop: give --marking (and --merge 1)")
+    if args.pointer_weight < 0 or args.readout_weight < 0 or args.marking_weight < 0:
+        parser.error("lesson weights (--marking-weight, --readout-weight, --pointer-weight) cannot be negative")
     if not 0 <= args.final_lr_fraction <= 1:
         parser.error("--final-lr-fraction is a share of the starting learning rate: between 0 and 1")
     if not tiny and not (args.lora or args.qlora):
@@ -243,7 +250,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                   f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
 
     lessons = {"batch_size": args.batch_size, "marking_weight": args.marking_weight,
-               "readout_weight": args.readout_weight, "oversample": args.oversample,
+               "readout_weight": args.readout_weight, "pointer_weight": args.pointer_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
@@ -487,10 +494,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens,
             teacher=args.teacher, look=args.look)
         print(f"its own replies on held-out {args.teacher} states (agreement with the {args.teacher}; noticed: the Thought "
-              "says where the target is):", flush=True)
+              "says where the target is; placed: it says the place of a target in view exactly):", flush=True)
         for situation, scores in report["decisions_on_expert_states"].items():
             noticed = f", noticed {scores['noticed']:.3f}" if "noticed" in scores else ""
-            print(f"  {situation}: {scores['states']:.0f} states, agreement {scores['agreement']:.3f}{noticed}",
+            placed = f", placed {scores['placed']:.3f}" if "placed" in scores else ""
+            print(f"  {situation}: {scores['states']:.0f} states, agreement {scores['agreement']:.3f}{noticed}{placed}",
                   flush=True)
 
     from localqwen.runtime.engine.transformers_backend import TransformersEngine

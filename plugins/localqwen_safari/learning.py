@@ -248,6 +248,18 @@ def dagger_round(model: Path, data_folders: list[Path], out: Path, *, episodes: 
     return run, summary
 
 
+def says_place(thought: str, target: str | None, here: tuple[int, int], in_view: list[tuple[str, tuple[int, int]]]) -> bool | None:
+    """Whether ``thought`` gives the place of ``target`` (seen from ``here`` with ``in_view``) exactly
+    as the compact Thought words it ("The lion is 2 rows down and 3 cols right."); None where no
+    target is in view."""
+    from localqwen_safari.look import sighting
+
+    if not target:
+        return None
+    truth = sighting(target, here, in_view)
+    return truth in thought if truth.startswith("The ") else None
+
+
 def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_situation: int = 40,
                                prompt: str = "compact", max_new_tokens: int = 160,
                                max_episodes: int = 400, teacher: str = "expert",
@@ -257,7 +269,9 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     the expert's decision: per situation, the share whose action equals the expert's
     (``agreement``) and, where the target is in sight or in reach, the share whose Thought says
     where it is ("The lion is ...", ``noticed``: the compact Thought begins every turn with that or
-    "No lion in view.", and a remembered target's place comes after the second). Between the
+    "No lion in view.", and a remembered target's place comes after the second), and where the
+    target is in view, the share that says its place exactly (``placed``, out of the states with the
+    target in view: the place must be read off the image). Between the
     teacher-forced check (which hands the model its Thought up to "I move", so it never has to
     notice the target) and play (where its own
     earlier turns lead it off the expert's states), this shows whether the first decision, go for
@@ -272,7 +286,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.model_policy import ModelPolicy
-    from localqwen_safari.policies import SITUATIONS_MET, Decision, get_teacher
+    from localqwen_safari.policies import SITUATIONS_MET, Decision, get_teacher, visible_animals
 
     policy_of_teacher = get_teacher(teacher)
     states: dict[str, list[tuple[Episode, Decision]]] = {}
@@ -298,6 +312,10 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
                 noticed = sum(f"The {episode.current_target} is" in reply.thought
                               for reply, (episode, _) in zip(replies, items, strict=True))
                 scores["noticed"] = round(noticed / len(items), 4)
+                placed = [says_place(reply.thought, episode.current_target, episode.position, visible_animals(episode))
+                          for reply, (episode, _) in zip(replies, items, strict=True)]
+                if any(verdict is not None for verdict in placed):
+                    scores["placed"] = round(placed.count(True) / (len(placed) - placed.count(None)), 4)
             report[situation] = scores
     return report
 

@@ -39,6 +39,7 @@ from localqwen_safari.world import Cell
 if TYPE_CHECKING:
     from localqwen_safari.playing import Turn
 
+POINTER_LAYER, POINTER_HEAD = 1, 0  # the second decoder layer: its input is the first's, which marks
 MARK_POSITIVE_WEIGHT = 20.0  # a target covers one cell of a hundred, on one row in six
 
 
@@ -62,7 +63,7 @@ class TinyRun:
     seconds: float
     stopped_by_budget: bool
     rows: int
-    losses: dict[str, float] = field(default_factory=dict)  # the last 100 steps' means: replies, marking, readout
+    losses: dict[str, float] = field(default_factory=dict)  # the last 100 steps' means: replies, marking, readout, pointer
 
 
 def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]) -> tuple[list[float], tuple[int, int] | None]:
@@ -182,7 +183,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
                dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
-               on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
+               pointer_weight: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
@@ -193,6 +194,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     what it meets in play, and a few thousand beside the teacher's 35,000 would hardly be drawn.
     ``oversample``: the teacher's rows with the target in sight or reach are drawn this many times
     as often (:func:`teacher_pool`).
+    ``pointer_weight``: the pointer lesson (pointer.py): at the first sentence's positions, one
+    attention head of the second layer is asked to look at the nearest target's image token.
     The learning rate warms up over 100 steps (a tenth of a shorter ``max_steps``), then stays flat,
     or falls linearly to ``final_lr_fraction`` of ``learning_rate`` by the end of the budget
     (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
@@ -205,6 +208,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     from transformers.models.qwen3_vl.modeling_qwen3_vl import BaseModelOutputWithDeepstackFeatures
 
     from localqwen_safari.dataset import TRAIN_SEED_START
+    from localqwen_safari.pointer import HeadAttention, pointer_loss
     from localqwen_safari.vision_warmup import save_model_folder
 
     started = time.monotonic()
@@ -261,13 +265,16 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         first_end = next((i for i in range(reply, len(ids)) if ids[i] in dots), reply)
         encoded_rows.append((ids, reply, first_end))
 
+    # The pointer head: the second layer's first head, whose keys already carry the marking.
+    pointer = HeadAttention(model.model.language_model.layers[POINTER_LAYER], POINTER_HEAD) if pointer_weight else None
+
     hidden = config.text_config.hidden_size
     mark_head, readout_head = torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 2 * VIEW)
     trained = [p for p in model.parameters() if p.requires_grad] + [*mark_head.parameters(), *readout_head.parameters()]
     optimiser = torch.optim.AdamW(trained, lr=learning_rate, weight_decay=0.0)
     cross_entropy = torch.nn.functional.cross_entropy
 
-    def step_loss(batch: list[int]) -> tuple[torch.Tensor, list[float]]:
+    def step_loss(batch: list[int]) -> tuple[torch.Tensor, list[float | None]]:
         length = max(len(encoded_rows[i][0]) for i in batch)
         ids = torch.full((len(batch), length), pad_id)
         mask = torch.zeros((len(batch), length), dtype=torch.long)
@@ -294,18 +301,25 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         marking = torch.nn.functional.binary_cross_entropy_with_logits(
             mark_head(output.hidden_states[1][ids == image_id]).squeeze(-1), marks,
             pos_weight=torch.tensor(MARK_POSITIVE_WEIGHT))
-        states, places = [], []
+        states, places, queries, keys = [], [], [], []
         for n, i in enumerate(batch):
-            nearest, (_, reply, first_end) = rows[i].nearest, encoded_rows[i]
+            nearest, (row_ids, reply, first_end) = rows[i].nearest, encoded_rows[i]
             if nearest is not None:  # the positions whose next token is in the first sentence
                 states.append(output.hidden_states[2][n, reply - 1:first_end])
                 places += [nearest] * (first_end - reply + 1)
+                queries.append((n, reply - 1, first_end - 1))
+                keys.append([row_ids.index(image_id) + nearest[0] * VIEW + nearest[1]])
+        pointing = torch.zeros(())
+        if pointer is not None and queries:
+            pointing = pointer_loss(pointer.probabilities([len(encoded_rows[i][0]) for i in batch]), queries, keys)
         readout = torch.zeros(())
         if states:
             logits, where = readout_head(torch.cat(states)), torch.tensor(places)
             readout = cross_entropy(logits[:, :VIEW], where[:, 0]) + cross_entropy(logits[:, VIEW:], where[:, 1])
-        loss = replies + marking_weight * marking + readout_weight * readout
-        return loss, [replies.item(), marking.item(), readout.item()]
+        loss = replies + marking_weight * marking + readout_weight * readout + pointer_weight * pointing
+        # readout and pointer apply to rows with the target in view: None where the batch had none
+        return loss, [replies.item(), marking.item(), readout.item() if states else None,
+                      pointing.item() if pointer is not None and queries else None]
 
     def learning_rate_now(step: int, loop_started: float) -> float:
         done = [step / max_steps] if max_steps > 0 else []
@@ -315,7 +329,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                                 final_fraction=final_lr_fraction)
 
     model.train()
-    step, recent = 0, list[list[float]]()
+    step, recent = 0, list[list[float | None]]()
     stopped_by_budget = False
     loop_started = time.monotonic()
     while max_steps < 0 or step < max_steps:
@@ -332,9 +346,14 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         step += 1
         recent = (recent + [parts])[-100:]
         if on_step is not None:
-            on_step(step, max_steps, parts[0])
+            on_step(step, max_steps, parts[0] or 0.0)  # the replies' loss: every step has one
     model.eval()
+    if pointer is not None:
+        pointer.remove()
     final = save_model_folder(model, processor, model_dir, Path(out) / "final")
-    means = [sum(parts[k] for parts in recent) / max(1, len(recent)) for k in range(3)]
+    # the last 100 steps' means, each over the steps its lesson applied to (0.0 where it never did)
+    applied = [[value for parts in recent if (value := parts[k]) is not None] for k in range(4)]
+    means = [sum(values) / max(1, len(values)) for values in applied]
     return TinyRun(final, step, round(time.monotonic() - started, 1), stopped_by_budget, len(rows),
-                   {"replies": round(means[0], 4), "marking": round(means[1], 4), "readout": round(means[2], 4)})
+                   {"replies": round(means[0], 4), "marking": round(means[1], 4), "readout": round(means[2], 4),
+                    "pointer": round(means[3], 4)})

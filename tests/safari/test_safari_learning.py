@@ -111,6 +111,27 @@ def test_compact_context_and_thought():
         system_prompt("tiny")
 
 
+def test_a_place_is_said_only_when_it_is_the_target_in_views_exact_place():
+    from localqwen_safari.learning import says_place
+
+    # a lion 1 row up and 1 col left, a zebra out of sight: the agent at (1, 1) sees cols -3..6
+    in_view = [("lion", (0, 0))]
+    assert says_place("The lion is 1 row up and 1 col left. I move left 1 step towards it.", "lion", (1, 1), in_view)
+    assert says_place("The lion is 1 row down and 1 col right. I move down 1 step.", "lion", (1, 1), in_view) is False
+    assert says_place("No lion in view. I move up 2 steps to explore.", "lion", (1, 1), in_view) is False
+    assert says_place("No zebra in view.", "zebra", (1, 1), in_view) is None  # out of sight: nothing to place
+    assert says_place("I move up 1 step.", None, (1, 1), in_view) is None  # every target found
+    # every expert turn that sees its target says its place, by the compact Thought's first sentence
+    verdicts = []
+    for kind, seed in (("find-one", 3), ("find-two", 4)):
+        for turn in play_turns(Episode.start(mission_for_seed(kind, seed)), expert):
+            verdict = says_place(compact_thought(turn.decision.thought, turn.lead),
+                                 turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
+            assert verdict is (True if turn.lead.startswith("The ") else None)
+            verdicts.append(verdict)
+    assert True in verdicts and None in verdicts
+
+
 @pytest.mark.slow  # builds and trains a tiny Qwen3-VL from scratch through the trainer (~1 min on 2 cores)
 def test_a_tiny_model_trained_on_expert_episodes_beats_its_untrained_self(tmp_path):
     from localqwen_safari.learning import build_tiny_model, count_parameters, move_accuracy, train_on_expert

@@ -68,17 +68,21 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
 
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=3, vision_depth=1, corpus_episodes=10, merge=1)
     warm = warm_up_vision(base, tmp_path / "warm", episodes=10, steps=60)
-    first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8, readout_weight=0.1)
+    first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8, readout_weight=0.1,
+                       pointer_weight=0.5)
     from localqwen_safari.dataset import TRAIN_SEED_START
 
     rows = tiny_rows(10, seed_start=TRAIN_SEED_START)
-    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8, readout_weight=0.1, rows=rows)
+    run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8, readout_weight=0.1,
+                     pointer_weight=0.5, rows=rows)
     encoded = [row.features for row in rows]
     assert all(features is not None and tuple(features.shape) == (VIEW * VIEW, 64) for features in encoded)
     assert run.steps == 120 and not run.stopped_by_budget and run.rows > 100
     # the lessons learn: the last 100 steps' losses are below the first 5 steps'
     assert run.losses["replies"] < first.losses["replies"] and run.losses["marking"] < first.losses["marking"]
     assert run.losses["readout"] < first.losses["readout"]
+    # the pointer head learns to look at the target: at first its attention is spread over ~300 tokens
+    assert first.losses["pointer"] > 3.0 and run.losses["pointer"] < 0.5 * first.losses["pointer"]
     # an ordinary Qwen3-VL folder: the model policy plays it with the compact profile
     with TransformersEngine(run.model) as engine:
         policy = ModelPolicy(engine, tmp_path / "views", settings=GenerationSettings(max_new_tokens=48),
@@ -108,9 +112,11 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
     bench = bench_script("bench_safari_learning")
     args = bench.parse_args(["--marking", "--merge", "1"])
     assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0  # as measured in the README
+    assert args.pointer_weight == 0.0
     for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
                     ["--marking", "--merge", "1", "--dagger-rounds", "1", "--dagger-share", "1"],
                     ["--marking", "--merge", "1", "--final-lr-fraction", "1.5"],
+                    ["--pointer-weight", "1"], ["--marking", "--merge", "1", "--pointer-weight", "-1"],
                     ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"]):
         with pytest.raises(SystemExit):
             bench.parse_args(refused)
