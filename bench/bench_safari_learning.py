@@ -86,6 +86,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pointer-weight", type=float, default=0.0,
                         help="with --marking: the pointer lesson's weight (pointer.py: a second-layer head asked "
                              "to look at the target's image token while the Thought places it; 0: off)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the tiny model's random start; with --marking also its warm-up's and its training "
+                             "batches' order: runs of one recipe with different seeds show how far results spread")
     parser.add_argument("--epochs", type=float, help="training epochs (default 1.2; quick 3); warmup is 3%% of "
                                                      "the steps these make, so keep them near what the budget allows")
     parser.add_argument("--max-steps", type=int, default=-1, help="stop training after this many steps")
@@ -236,7 +239,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views)
     print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s", flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,
-                          views=views, on_step=lambda step, total, loss: print(
+                          seed=args.seed, views=views, on_step=lambda step, total, loss: print(
                               f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
                           if step % 100 == 0 or step == total else None)
     print(warmup_line(warm), flush=True)
@@ -249,7 +252,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
             print(f"  step {step}{f'/{total}' if total > 0 else ''}, replies' loss {loss:.4f}, "
                   f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
 
-    lessons = {"batch_size": args.batch_size, "marking_weight": args.marking_weight,
+    lessons = {"seed": args.seed, "batch_size": args.batch_size, "marking_weight": args.marking_weight,
                "readout_weight": args.readout_weight, "pointer_weight": args.pointer_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
@@ -453,7 +456,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if tiny:
             from localqwen_safari.learning import build_tiny_model, count_parameters
 
-            base = build_tiny_model(work / "base", teacher=args.teacher, merge=args.merge)
+            base = build_tiny_model(work / "base", teacher=args.teacher, merge=args.merge, seed=args.seed)
             parameters = report["parameters"] = count_parameters(base)
             print(f"tiny Qwen3-VL: {parameters:,} parameters (embeddings included) in "
                   f"{time.monotonic() - started:.0f} s", flush=True)
