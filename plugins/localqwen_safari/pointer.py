@@ -63,6 +63,20 @@ class HeadAttention:
         return scores.masked_fill(~allowed, float("-inf")).softmax(-1)
 
 
+    def output(self, probabilities: Any) -> Any:
+        """What the head hands on, (batch, query, head_dim): ``probabilities`` times its values (before
+        the layer's output projection mixes the heads)."""
+        import torch
+
+        assert self.inputs is not None
+        hidden, dim = self.inputs[0], self.attention.head_dim
+        kv_head = self.head // self.attention.num_key_value_groups
+        v_proj = self.attention.v_proj
+        values = torch.nn.functional.linear(hidden, v_proj.weight[kv_head * dim:(kv_head + 1) * dim],
+                                            None if v_proj.bias is None else v_proj.bias[kv_head * dim:(kv_head + 1) * dim])
+        return probabilities @ values
+
+
 def pointer_loss(probabilities: Any, queries: list[tuple[int, int, int]], targets: list[list[int]]) -> Any:
     """Minus the log of the attention each query (row, first position, last position) puts on its
     row's target keys (``targets[n]``: sequence positions): low when the head looks at the target."""

@@ -183,7 +183,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
                dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
-               pointer_weight: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
+               pointer_weight: float = 0.0, pointer_place_weight: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
@@ -195,7 +195,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     ``oversample``: the teacher's rows with the target in sight or reach are drawn this many times
     as often (:func:`teacher_pool`).
     ``pointer_weight``: the pointer lesson (pointer.py): at the first sentence's positions, one
-    attention head of the second layer is asked to look at the nearest target's image token.
+    attention head of the second layer is asked to look at the nearest target's image token;
+    ``pointer_place_weight``: that head's output is asked for the row and col of the token it looks at.
     The learning rate warms up over 100 steps (a tenth of a shorter ``max_steps``), then stays flat,
     or falls linearly to ``final_lr_fraction`` of ``learning_rate`` by the end of the budget
     (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
@@ -266,11 +267,14 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         encoded_rows.append((ids, reply, first_end))
 
     # The pointer head: the second layer's first head, whose keys already carry the marking.
-    pointer = HeadAttention(model.model.language_model.layers[POINTER_LAYER], POINTER_HEAD) if pointer_weight else None
+    pointer = HeadAttention(model.model.language_model.layers[POINTER_LAYER], POINTER_HEAD) \
+        if pointer_weight or pointer_place_weight else None
 
     hidden = config.text_config.hidden_size
     mark_head, readout_head = torch.nn.Linear(hidden, 1), torch.nn.Linear(hidden, 2 * VIEW)
-    trained = [p for p in model.parameters() if p.requires_grad] + [*mark_head.parameters(), *readout_head.parameters()]
+    place_head = torch.nn.Linear(config.text_config.head_dim, 2 * VIEW)  # reads the pointer head's output
+    trained = [p for p in model.parameters() if p.requires_grad] + [*mark_head.parameters(), *readout_head.parameters(),
+                                                                    *place_head.parameters()]
     optimiser = torch.optim.AdamW(trained, lr=learning_rate, weight_decay=0.0)
     cross_entropy = torch.nn.functional.cross_entropy
 
@@ -309,17 +313,25 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                 places += [nearest] * (first_end - reply + 1)
                 queries.append((n, reply - 1, first_end - 1))
                 keys.append([row_ids.index(image_id) + nearest[0] * VIEW + nearest[1]])
-        pointing = torch.zeros(())
+        pointing, pointer_place = torch.zeros(()), torch.zeros(())
         if pointer is not None and queries:
-            pointing = pointer_loss(pointer.probabilities([len(encoded_rows[i][0]) for i in batch]), queries, keys)
+            probabilities = pointer.probabilities([len(encoded_rows[i][0]) for i in batch])
+            pointing = pointer_loss(probabilities, queries, keys)
+            if pointer_place_weight:  # the head's output says the row and col of what it looks at
+                handed_on = pointer.output(probabilities)
+                logits = place_head(torch.cat([handed_on[n, first:last + 1] for n, first, last in queries]))
+                where = torch.tensor(places)
+                pointer_place = cross_entropy(logits[:, :VIEW], where[:, 0]) + cross_entropy(logits[:, VIEW:], where[:, 1])
         readout = torch.zeros(())
         if states:
             logits, where = readout_head(torch.cat(states)), torch.tensor(places)
             readout = cross_entropy(logits[:, :VIEW], where[:, 0]) + cross_entropy(logits[:, VIEW:], where[:, 1])
-        loss = replies + marking_weight * marking + readout_weight * readout + pointer_weight * pointing
+        loss = (replies + marking_weight * marking + readout_weight * readout + pointer_weight * pointing
+                + pointer_place_weight * pointer_place)
         # readout and pointer apply to rows with the target in view: None where the batch had none
         return loss, [replies.item(), marking.item(), readout.item() if states else None,
-                      pointing.item() if pointer is not None and queries else None]
+                      pointing.item() if pointer is not None and queries else None,
+                      pointer_place.item() if pointer_place_weight and queries else None]
 
     def learning_rate_now(step: int, loop_started: float) -> float:
         done = [step / max_steps] if max_steps > 0 else []
@@ -352,8 +364,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         pointer.remove()
     final = save_model_folder(model, processor, model_dir, Path(out) / "final")
     # the last 100 steps' means, each over the steps its lesson applied to (0.0 where it never did)
-    applied = [[value for parts in recent if (value := parts[k]) is not None] for k in range(4)]
+    applied = [[value for parts in recent if (value := parts[k]) is not None] for k in range(5)]
     means = [sum(values) / max(1, len(values)) for values in applied]
     return TinyRun(final, step, round(time.monotonic() - started, 1), stopped_by_budget, len(rows),
                    {"replies": round(means[0], 4), "marking": round(means[1], 4), "readout": round(means[2], 4),
-                    "pointer": round(means[3], 4)})
+                    "pointer": round(means[3], 4), "pointer_place": round(means[4], 4)})

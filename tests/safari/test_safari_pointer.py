@@ -1,5 +1,6 @@
 """The pointer lesson's head attention (pointer.py): the probabilities it recomputes are the layer's
-own (checked against eager attention's weights, every head, padded rows), and its loss moves them."""
+own (checked against eager attention's weights and head outputs, every head, padded rows), and its
+loss moves them."""
 
 from __future__ import annotations
 
@@ -24,6 +25,8 @@ def test_the_heads_probabilities_are_the_layers_own(tiny_qwen3_vl_path):
     heads = model.config.text_config.num_attention_heads
     assert heads // model.config.text_config.num_key_value_heads > 1  # grouped queries: the key head is shared
     probes = [HeadAttention(text.layers[1], head) for head in range(heads)]
+    mixed = []  # what the layer's output projection gets: every head's output, side by side
+    text.layers[1].self_attn.o_proj.register_forward_pre_hook(lambda module, args: mixed.append(args[0]))
     torch.manual_seed(0)
     ids = torch.randint(10, 200, (2, 24))
     mask = torch.ones_like(ids)
@@ -36,6 +39,10 @@ def test_the_heads_probabilities_are_the_layers_own(tiny_qwen3_vl_path):
         assert torch.allclose(mine[0], eager[0], atol=1e-6)
         assert torch.allclose(mine[1, :15, :15], eager[1, :15, :15], atol=1e-6)
         assert torch.all(mine[1, :15, 15:] == 0)  # padding gets nothing
+        dim = model.config.text_config.head_dim
+        handed_on = mixed[0][..., head * dim:(head + 1) * dim]
+        assert torch.allclose(probe.output(mine)[0], handed_on[0], atol=1e-5)
+        assert torch.allclose(probe.output(mine)[1, :15], handed_on[1, :15], atol=1e-5)
         probe.remove()
     with pytest.raises(ValueError, match="out of range"):
         HeadAttention(text.layers[1], heads)

@@ -69,12 +69,12 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     base = build_tiny_model(tmp_path / "base", hidden=64, layers=3, vision_depth=1, corpus_episodes=10, merge=1)
     warm = warm_up_vision(base, tmp_path / "warm", episodes=10, steps=60)
     first = train_tiny(warm.model, tmp_path / "short", episodes=10, max_steps=5, batch_size=8, readout_weight=0.1,
-                       pointer_weight=0.5)
+                       pointer_weight=0.5, pointer_place_weight=0.5)
     from localqwen_safari.dataset import TRAIN_SEED_START
 
     rows = tiny_rows(10, seed_start=TRAIN_SEED_START)
     run = train_tiny(warm.model, tmp_path / "run", episodes=10, max_steps=120, batch_size=8, readout_weight=0.1,
-                     pointer_weight=0.5, rows=rows)
+                     pointer_weight=0.5, pointer_place_weight=0.5, rows=rows)
     encoded = [row.features for row in rows]
     assert all(features is not None and tuple(features.shape) == (VIEW * VIEW, 64) for features in encoded)
     assert run.steps == 120 and not run.stopped_by_budget and run.rows > 100
@@ -83,6 +83,7 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     assert run.losses["readout"] < first.losses["readout"]
     # the pointer head learns to look at the target: at first its attention is spread over ~300 tokens
     assert first.losses["pointer"] > 3.0 and run.losses["pointer"] < 0.5 * first.losses["pointer"]
+    assert run.losses["pointer_place"] < first.losses["pointer_place"]  # and its output says where that is
     # an ordinary Qwen3-VL folder: the model policy plays it with the compact profile
     with TransformersEngine(run.model) as engine:
         policy = ModelPolicy(engine, tmp_path / "views", settings=GenerationSettings(max_new_tokens=48),
