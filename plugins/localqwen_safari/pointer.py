@@ -9,8 +9,8 @@ place the vision warm-up taught. The pointer lesson supervises that step directl
 
 The model runs with its usual fused attention (eager attention was slower on this CPU); a forward
 pre-hook keeps the layer's normed input and rotary embeddings, and :meth:`HeadAttention.probabilities`
-redoes the query-key product for the one head, exactly as the layer computes it (tested against
-eager attention's weights).
+redoes the query-key product (and :meth:`HeadAttention.output`, the values it hands on) for the one
+head, exactly as the layer computes them (tested against eager attention).
 """
 
 from __future__ import annotations
@@ -45,14 +45,9 @@ class HeadAttention:
         if self.inputs is None:
             raise RuntimeError("no forward pass seen yet")
         hidden, (cos, sin) = self.inputs
-        attention, dim = self.attention, self.attention.head_dim
-        kv_head = self.head // attention.num_key_value_groups
-        query = attention.q_norm(torch.nn.functional.linear(
-            hidden, attention.q_proj.weight[self.head * dim:(self.head + 1) * dim],
-            None if attention.q_proj.bias is None else attention.q_proj.bias[self.head * dim:(self.head + 1) * dim]))
-        key = attention.k_norm(torch.nn.functional.linear(
-            hidden, attention.k_proj.weight[kv_head * dim:(kv_head + 1) * dim],
-            None if attention.k_proj.bias is None else attention.k_proj.bias[kv_head * dim:(kv_head + 1) * dim]))
+        attention = self.attention
+        query = attention.q_norm(self._project(attention.q_proj, self.head, hidden))
+        key = attention.k_norm(self._project(attention.k_proj, self._kv_head, hidden))
         # one head: (batch, seq, head_dim), the layout of cos and sin
         query, key = query * cos + rotate_half(query) * sin, key * cos + rotate_half(key) * sin
         scores = query @ key.transpose(-1, -2) * attention.scaling
@@ -62,19 +57,25 @@ class HeadAttention:
         allowed = allowed[None] & (positions[None, None, :] < torch.tensor(lengths)[:, None, None])
         return scores.masked_fill(~allowed, float("-inf")).softmax(-1)
 
-
     def output(self, probabilities: Any) -> Any:
         """What the head hands on, (batch, query, head_dim): ``probabilities`` times its values (before
         the layer's output projection mixes the heads)."""
+        if self.inputs is None:
+            raise RuntimeError("no forward pass seen yet")
+        return probabilities @ self._project(self.attention.v_proj, self._kv_head, self.inputs[0])
+
+    @property
+    def _kv_head(self) -> int:
+        """The key-value head this query head shares (grouped-query attention)."""
+        return self.head // self.attention.num_key_value_groups
+
+    def _project(self, projection: Any, head: int, hidden: Any) -> Any:
+        """``projection``'s rows for one head only, applied to ``hidden``: (batch, seq, head_dim)."""
         import torch
 
-        assert self.inputs is not None
-        hidden, dim = self.inputs[0], self.attention.head_dim
-        kv_head = self.head // self.attention.num_key_value_groups
-        v_proj = self.attention.v_proj
-        values = torch.nn.functional.linear(hidden, v_proj.weight[kv_head * dim:(kv_head + 1) * dim],
-                                            None if v_proj.bias is None else v_proj.bias[kv_head * dim:(kv_head + 1) * dim])
-        return probabilities @ values
+        rows = slice(head * self.attention.head_dim, (head + 1) * self.attention.head_dim)
+        return torch.nn.functional.linear(hidden, projection.weight[rows],
+                                          None if projection.bias is None else projection.bias[rows])
 
 
 def pointer_loss(probabilities: Any, queries: list[tuple[int, int, int]], targets: list[list[int]]) -> Any:

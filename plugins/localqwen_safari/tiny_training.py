@@ -1,19 +1,22 @@
-"""Training the tiny safari model: the replies, plus two dense lessons on where the target is.
+"""Training the tiny safari model: the replies, plus dense lessons on where the target is.
 
 Trained on the replies alone, a from-scratch Qwen3-VL of under a million weights never learned to
 say whether the target is in its view (README, "Marking the target"): one reply in six has the
 target in view, and its first word ("The" or "No") is the only place the replies teach it. The
 compact profile puts the view after the context, whose last line names the species to find now,
-so every cell's image token can read the species asked. Two auxiliary heads give the decoder the
+so every cell's image token can read the species asked. Auxiliary lessons give the decoder the
 lesson in dense form, as the vision warm-up gave the vision tower its cells:
 
 - **marking**: after the first decoder layer, every image token says whether its cell holds the
   current target (100 labels a row, on every row);
 - **readout**: at every position of the Thought's first sentence, after the second layer, the
   hidden state says which view row and col hold the nearest target (rows with the target in view);
-  off unless asked for (``readout_weight``).
+  off unless asked for (``readout_weight``);
+- **pointer** (pointer.py): at the same positions, one second-layer attention head looks at the
+  nearest target's image token, and its output may be asked for that token's row and col; off
+  unless asked for (``pointer_weight``, ``pointer_place_weight``: README, "The pointer lesson").
 
-Both heads are thrown away; the model folder written is an ordinary Qwen3-VL that plays through
+Their heads are thrown away; the model folder written is an ordinary Qwen3-VL that plays through
 the same ``ModelPolicy`` as any other. The vision tower stays frozen (it is warmed up first,
 vision_warmup.py), so each view's image features are computed once before the first step instead
 of on every step. The rows are the ``safari`` data source's compact rows (dataset.write_turn),
@@ -63,7 +66,7 @@ class TinyRun:
     seconds: float
     stopped_by_budget: bool
     rows: int
-    losses: dict[str, float] = field(default_factory=dict)  # the last 100 steps' means: replies, marking, readout, pointer
+    losses: dict[str, float] = field(default_factory=dict)  # the last 100 steps' means: replies, marking, readout, pointer, pointer_place
 
 
 def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]) -> tuple[list[float], tuple[int, int] | None]:
