@@ -114,7 +114,7 @@ def test_compact_context_and_thought():
 def test_a_place_is_said_only_when_it_is_the_target_in_views_exact_place():
     from localqwen_safari.learning import says_place
 
-    # a lion 1 row up and 1 col left, a zebra out of sight: the agent at (1, 1) sees cols -3..6
+    # from (1, 1) a lion 1 row up and 1 col left is in view, no zebra is
     in_view = [("lion", (0, 0))]
     assert says_place("The lion is 1 row up and 1 col left. I move left 1 step towards it.", "lion", (1, 1), in_view)
     assert says_place("The lion is 1 row down and 1 col right. I move down 1 step.", "lion", (1, 1), in_view) is False
@@ -129,7 +129,7 @@ def test_a_place_is_said_only_when_it_is_the_target_in_views_exact_place():
                                  turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
             assert verdict is (True if turn.lead.startswith("The ") else None)
             verdicts.append(verdict)
-    assert True in verdicts and None in verdicts
+    assert True in verdicts and None in verdicts  # the two seeds hold both kinds of turn, so both were checked
 
 
 @pytest.mark.slow  # builds and trains a tiny Qwen3-VL from scratch through the trainer (~1 min on 2 cores)
