@@ -127,6 +127,14 @@ def save_adapter(model: nn.Module, folder: str | os.PathLike[str]) -> Path:
     return folder
 
 
+def needs_4bit_base(folder: str | os.PathLike[str]) -> bool:
+    """Whether the adapter saved in ``folder`` was trained against a 4-bit NF4 base (QLoRA), so that
+    its base must be loaded in 4-bit again. A plain PEFT folder (no LocalQwen description) says
+    nothing about its base: False."""
+    meta = io.read_meta(Path(folder))
+    return bool(meta) and get_method(meta["method"], error=AdapterLoadError).needs_4bit
+
+
 def load_adapter(base_model: nn.Module, folder: str | os.PathLike[str], *, trainable: bool = False):
     """Put the adapter saved in ``folder`` onto ``base_model``; returns the model to use.
 

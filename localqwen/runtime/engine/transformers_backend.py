@@ -49,6 +49,40 @@ def load_kwargs(plan: Plan | None, *, trust_remote_code: bool = False) -> dict[s
     return kwargs
 
 
+def four_bit_plan(plan: Plan | None, *, model_id: str, task: str) -> Plan:
+    """``plan`` (or, with none, this machine's default) changed to load the base in 4-bit NF4.
+
+    For a QLoRA adapter: it was trained against the NF4-rounded weights, so it runs on them again
+    rather than on the full-precision ones (bitsandbytes runs NF4 on a CUDA GPU, and on a CPU since
+    0.48). On a GPU the matmuls run in the plan's half precision (bf16 where supported)."""
+    from dataclasses import replace
+
+    import torch
+
+    from localqwen.runtime.plan import Plan
+
+    why = "a QLoRA adapter: the base loads in 4-bit NF4, the weights it was trained against"
+    if torch.cuda.is_available():
+        half = "bfloat16" if torch.cuda.is_bf16_supported() else "float16"
+        device, compute = "cuda", plan.dtype if plan is not None and plan.dtype in ("bfloat16", "float16") else half
+    else:
+        device, compute = "cpu", "float32"
+    if plan is None:
+        return Plan(model_id=model_id, task=task, backend="transformers", device=device, dtype=compute,
+                    quantization="nf4", estimated_gb=0.0, available_gb=0.0, fits=True, reasons=[why],
+                    compute_dtype=compute)
+    return replace(plan, device=device, dtype=compute, quantization="nf4", compute_dtype=compute,
+                   reasons=[*plan.reasons, why])
+
+
+def _needs_4bit_base(adapter: Path) -> bool:
+    if not adapter.is_dir():
+        return False  # _attach_adapter says the folder is missing
+    from localqwen.adapters.registry import needs_4bit_base
+
+    return needs_4bit_base(adapter)
+
+
 def is_vision_folder(path: Path) -> bool:
     config = json.loads((path / "config.json").read_text(encoding="utf-8"))
     return "vision_config" in config
@@ -108,6 +142,9 @@ class TransformersEngine(Engine):
         self.model_id = model_id or self.path.name
         self.plan = plan
         self.supports_images = is_vision_folder(self.path)
+        if adapter is not None and _needs_4bit_base(Path(adapter)) and (plan is None or plan.quantization != "nf4"):
+            plan = self.plan = four_bit_plan(plan, model_id=self.model_id,
+                                             task="vision" if self.supports_images else "text")
         kwargs = load_kwargs(plan, trust_remote_code=trust_remote_code)
         if self.supports_images:
             self.processor = AutoProcessor.from_pretrained(self.path, trust_remote_code=trust_remote_code)
