@@ -508,9 +508,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     if tiny:
         engine = TransformersEngine(trained)
-    else:
+    else:  # this machine's plan (the GPU in half precision); a QLoRA adapter's base loads in NF4
+        from localqwen.runtime.device import DeviceManager
+        from localqwen.runtime.model_manager import folder_info
+
         assert base is not None
-        engine = TransformersEngine(base, adapter=trained)
+        plan = DeviceManager().plan(folder_info(base, base.name), "vision")
+        engine = TransformersEngine(base, adapter=trained, plan=plan)
+        print(f"the model policy runs as {engine.plan.label if engine.plan else plan.label}", flush=True)
     eval_started = time.monotonic()
 
     def save(runs: list[dict[str, Any]]) -> None:  # partial results survive an interrupted run
