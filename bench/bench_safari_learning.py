@@ -515,7 +515,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         assert base is not None
         plan = DeviceManager().plan(folder_info(base, base.name), "vision")
         engine = TransformersEngine(base, adapter=trained, plan=plan)
-        print(f"the model policy runs as {engine.plan.label if engine.plan else plan.label}", flush=True)
+        print(f"the model policy runs as {(engine.plan or plan).label}", flush=True)
     eval_started = time.monotonic()
 
     def save(runs: list[dict[str, Any]]) -> None:  # partial results survive an interrupted run

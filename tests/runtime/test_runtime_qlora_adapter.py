@@ -6,7 +6,7 @@ bf16 and the adapter was refused. Here the CPU's NF4 (bitsandbytes >= 0.48) runs
 
 from __future__ import annotations
 
-import pytest
+import bitsandbytes  # noqa: F401 - in the test extra: CPU NF4 runs the path, never skipped
 import torch
 
 from localqwen.adapters import apply_adapter, save_adapter
@@ -29,7 +29,6 @@ def _quantized_base(path):
 
 
 def test_engine_loads_a_qlora_adapters_base_in_nf4_and_matches_the_trained_model(tiny_qwen3_vl_path, tmp_path):
-    pytest.importorskip("bitsandbytes")
     base = apply_adapter(_quantized_base(tiny_qwen3_vl_path), "qlora", {"r": 4, "alpha": 8}).model
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():  # an adapter that changes the outputs (LoRA's B starts at zero)
