@@ -13,16 +13,16 @@ def test_relative_sightings_are_pinned_to_map_cells_and_the_rest_kept():
         "Seen: zebra at (8, 15); lion at (1, 13); giraffe at (5, 12)."
     assert pin_sightings("zebra 2 down, 3 left", (5, 5)) == "zebra at (7, 2)"
     # Map cells stay, bearings copied back from the context are dropped, routes and prose are kept.
-    text = "Seen: elephant at (2, 9) [3 up 4 right]. Route to (20, 14): down 4, right 2. Lion near water."
-    assert pin_sightings(text, (5, 5)) == "Seen: elephant at (2, 9). Route to (20, 14): down 4, right 2. Lion near water."
+    text = "Seen: elephant at (2, 9) [3 up 4 right]. Route: down 4, right 2. Lion near water."
+    assert pin_sightings(text, (5, 5)) == "Seen: elephant at (2, 9). Route: down 4, right 2. Lion near water."
     assert pin_sightings("a zebra herd, 3 zebras", (1, 1)) == "a zebra herd, 3 zebras"
 
 
 def test_bearings_read_back_the_offset_from_where_the_agent_stands():
     assert bearing((5, 5), (8, 3)) == "3 down 2 left" and bearing((5, 5), (5, 9)) == "4 right"
     assert bearing((5, 5), (5, 5)) == "here"
-    assert with_bearings("Seen: zebra at (8, 15); lion at (1, 13). Route to (9, 9): up 1.", (5, 13)) == \
-        "Seen: zebra at (8, 15) [3 down 2 right]; lion at (1, 13) [4 up]. Route to (9, 9): up 1."
+    assert with_bearings("Seen: zebra at (8, 15); lion at (1, 13). Route: up 1.", (5, 13)) == \
+        "Seen: zebra at (8, 15) [3 down 2 right]; lion at (1, 13) [4 up]. Route: up 1."
     for here, there in (((10, 10), (13, 8)), ((0, 31), (4, 27)), ((7, 7), (7, 3))):
         written = f"zebra {bearing(here, there)}"  # as a player writes it off the view
         assert notepad_sightings(pin_sightings(written, here)) == [("zebra", there)]
@@ -38,8 +38,15 @@ def test_a_player_writes_a_sighting_relative_to_itself_and_reads_its_bearing_nex
     assert episode.notepad == "Seen: zebra at (6, 0); lion at (2, 7)."  # pinned where it was written
     assert "Notepad: Seen: zebra at (6, 0) [1 down 4 left]; lion at (2, 7) [3 up 3 right]." in \
         episode.context_text()
-    assert "Notepad: Seen: zebra at (6, 0); lion at (2, 7)." in episode.compact_context()  # as written
+    assert "Notepad: Seen: zebra at (6, 0) [1 down 4 left]; lion at (2, 7) [3 up 3 right]." in \
+        episode.compact_context()  # the compact context shows the bearings too
     assert "(hidden)" in episode.context_text(show_notepad=False)
-    # The expert writes map cells.
-    name, arguments = expert(Episode.start(mission)).calls[0]
-    assert name == "update_notepad" and arguments["text"] == "Seen: zebra at (6, 0); lion at (2, 7)."
+    assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)  # and hiding hides them
+    # The expert writes new sightings as read off the view, relative to itself (no arithmetic), and
+    # copies those already noted as they stand; the notepad stores map cells either way.
+    fresh = Episode.start(mission)
+    name, arguments = expert(fresh).calls[0]
+    assert name == "update_notepad" and arguments["text"] == "Seen: zebra 2 down 4 left; lion 2 up 3 right."
+    fresh.play_turn(expert(fresh).calls)
+    assert fresh.notepad.startswith("Seen: zebra at (6, 0); lion at (2, 7).")
+    assert notepad_sightings(fresh.notepad) == [("zebra", (6, 0)), ("lion", (2, 7))]
