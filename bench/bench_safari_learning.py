@@ -66,9 +66,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "where to explore from all it has seen) or the sweeper (every decision rests on one turn)")
     parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
                         help="the tiny model's image patches merged per token, each way (2: 25 tokens; 1: one per cell)")
-    parser.add_argument("--oversample", type=int, default=1,
+    parser.add_argument("--oversample", type=int, default=None,
                         help="training rows hold each turn with the target in sight or in reach this many times "
-                             "(with --marking: such rows are drawn this many times as often)")
+                             "(with --marking: such rows are drawn this many times as often; default 12 with "
+                             "--marking, where 12 taught the reply to read the target's place, else 1)")
     parser.add_argument("--grounding", type=int, default=0,
                         help="question rows per turn on its view ('Where is the lion?'), in the training rows")
     parser.add_argument("--grounding-warmup-steps", type=int, default=0,
@@ -140,6 +141,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.marking and (args.look or args.grounding or args.grounding_warmup_steps):
         parser.error("--marking trains on the teacher's rows as they are: leave out --look, "
                      "--grounding and --grounding-warmup-steps")
+    if args.oversample is None:
+        args.oversample = 12 if args.marking else 1
+    if args.oversample < 1:
+        parser.error("--oversample counts how often a turn is drawn: at least 1")
     if not 0 < args.dagger_share < 1:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
     if args.pointer_weight and not args.marking:

@@ -33,31 +33,20 @@ from localqwen_safari.policies import (
     Policy,
     expert,
     notepad_route,
-    notepad_sightings,
     notepad_sweep,
     notepad_text,
     route_text,
-    sightings_written,
     visible_animals,
 )
 from localqwen_safari.render import render_view
 
 
 def honest_notepad(episode: Episode) -> str:
-    """The notepad the agent would have if it had written down what it saw on earlier turns: every
-    animal on a cell it has had in view, except those in view now that its notepad does not hold
-    (the teacher writes those now, read off the view), in the notepad's own order with the missing
-    ones after; and the route or sweep line it wrote itself (kept as written)."""
-    in_view = set(visible_animals(episode))
-    noted = notepad_sightings(episode.notepad)
-    seen = [(animal.species, animal.cell) for animal in episode.world.animals
-            if animal.cell in episode.seen and ((animal.species, animal.cell) not in in_view
-                                                 or (animal.species, animal.cell) in noted)]
-    kept = [sighting for sighting in dict.fromkeys(noted) if sighting in seen]
-    missing = notepad_sightings(notepad_text([sighting for sighting in seen if sighting not in kept]))
+    """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
+    has had in view, and the route or sweep line it wrote itself (kept as written)."""
+    seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
     route_line = route_text(notepad_route(episode.notepad))
-    return " ".join(part for part in (sightings_written(kept + missing, [], episode.position), route_line,
-                                      notepad_sweep(episode.notepad)) if part)
+    return " ".join(part for part in (notepad_text(seen), route_line, notepad_sweep(episode.notepad)) if part)
 
 
 def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:

@@ -125,14 +125,13 @@ class Episode:
     def compact_context(self, *, show_notepad: bool = True) -> str:
         """The same facts in far fewer tokens, for a tiny model trained from scratch (the
         ``compact`` prompt profile): mission, turn, position, finds, notepad, last results, the
-        species to find now. The notepad with each sighting's bearing from here, as the full
-        context shows it: without them, walking back to a noted animal meant subtracting map cells,
-        which the tiny model could not do (README, "Routes without goals"; an early tiny model's
-        tool calls had gone wrong more often with them, when it could not yet read its view)."""
+        species to find now. The notepad as written, without bearings: with them in its context the
+        tiny model's tool calls went wrong more often (valid calls 100% -> 90%, README "Learning
+        proof")."""
         row, col = self.position
         lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
                  f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
-                 "Notepad: " + (self.notepad_for_reading() if show_notepad else "(hidden)")]
+                 "Notepad: " + ((self.notepad or "(empty)") if show_notepad else "(hidden)")]
         lines += [f"{run.name}: {run.result}" for run in self.last_runs]
         if self.turn and not self.last_runs:
             lines.append("No tool call.")

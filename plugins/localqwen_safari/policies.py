@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from localqwen_safari.bearings import bearing, offset_parts
+from localqwen_safari.bearings import offset_parts
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
@@ -111,28 +111,16 @@ def route_text(moves: list[tuple[str, int]]) -> str:
 
 
 def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
-    """A sightings line as the notepad stores it: "Seen: zebra at (5, 3); lion at (6, 20)." ("" for
-    none), in a fixed order (species, then cell)."""
+    """The sightings line the expert keeps: "Seen: zebra at (5, 3); lion at (6, 20)." ("" for none).
+    Map cells, not sightings relative to itself (which the notepad would take, bearings.py): with
+    "zebra 2 down 3 right" written into its notepad calls, a tiny model trained on the expert's
+    turns mixed up the notepad's words and the move's, and wrote move arguments under other tools'
+    names (README, "Learning proof"; again on 2026-11-28, "Routes without goals")."""
     if not sightings:
         return ""
     order = {name: i for i, name in enumerate(SPECIES)}
     ordered = sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
     return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in ordered) + "."
-
-
-def sightings_written(noted: list[tuple[str, Cell]], visible: list[tuple[str, Cell]], here: Cell) -> str:
-    """The sightings line the expert writes: what the notepad already holds, as it holds it (map
-    cells, copied), then each animal in view not noted yet relative to where it stands, as read off
-    the view ("lion 2 down 3 right"), which the notepad pins to its map cell (bearings.py); ""
-    for none. Writing a new sighting's map cell means adding its place in the view to the agent's
-    position: the tiny model's notepads held such cells at random (README, "Routes without goals"),
-    so it remembered targets where none stood."""
-    order = {name: i for i, name in enumerate(SPECIES)}
-    kept = list(dict.fromkeys(noted))
-    new = sorted({sighting for sighting in visible if sighting not in kept}, key=lambda item: (order[item[0]], item[1]))
-    parts = [f"{species} at ({r}, {c})" for species, (r, c) in kept] + \
-        [f"{species} {bearing(here, cell)}" for species, cell in new]
-    return ("Seen: " + "; ".join(parts) + ".") if parts else ""
 
 
 def offset_text(here: Cell, there: Cell) -> str:
@@ -184,10 +172,9 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
     """Declare, walk to a target seen in view or noted, or explore with ``explore``."""
     here = episode.position
     visible = visible_animals(episode)
-    noted = notepad_sightings(episode.notepad)
-    sightings = noted + visible
+    sightings = notepad_sightings(episode.notepad) + visible
     calls: list[Call] = []
-    notepad = sightings_written(noted, visible, here)
+    notepad = notepad_text(sightings)
     if notepad and notepad != episode.notepad:
         calls.append(("update_notepad", {"text": notepad}))
     seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \
