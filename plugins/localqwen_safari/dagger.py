@@ -45,7 +45,8 @@ def honest_notepad(episode: Episode) -> str:
     """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
     has had in view, and the route or sweep line it wrote itself (kept as written)."""
     seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
-    route_line = route_text(notepad_route(episode.notepad))
+    goal, route = notepad_route(episode.notepad)
+    route_line = route_text(goal, route) if goal is not None and route else ""
     return " ".join(part for part in (notepad_text(seen), route_line, notepad_sweep(episode.notepad)) if part)
 
 

@@ -21,17 +21,16 @@ from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
 _SIGHTING = re.compile(r"\b(" + "|".join(SPECIES) + r") at \((\d+), (\d+)\)")
-_ROUTE = re.compile(r"\bRoute: ((?:up|down|left|right) [1-9](?:, (?:up|down|left|right) [1-9])*)\.")
+_ROUTE = re.compile(r"\bRoute to \((\d+), (\d+)\): ((?:up|down|left|right) [1-9](?:, (?:up|down|left|right) [1-9])*)\.")
 TURN_COST = 12  # unseen cells an extra turn of walking must be worth (tuned on seeds 1000-1099)
 # The expert's exploring goal: chosen at least PLAN_MIN_TURNS away, at PLAN_TURN_COST unseen cells
-# per turn, with the moves left to it written on the notepad ("Route: down 4, right 2."), which the
-# next turns follow. Writing the route down makes most exploring turns a copy of the notepad's first
-# move, which a learner that sees one turn can do. The goal itself is not written: its map cell is
-# arithmetic on the agent's position that a tiny model gets wrong, and a player whose notepad held
-# a goal its route did not lead to was sent back to that goal "another way", a decision resting on
-# map arithmetic (in play 38% of a tiny model's turns, agreed 10%: README, "Routes without goals").
-# A route that can no longer be walked over known ground is dropped for a new goal. Goals 3 turns
-# away cost 12-17 points of success against 2.
+# per turn, with the moves left to it written on the notepad ("Route to (20, 14): down 4, right 2."),
+# which the next turns follow. Writing the route down makes most exploring turns a copy of the
+# notepad's first move, which a learner that sees one turn can do; the goal beside it lets a player
+# that strayed from the route go on to the same goal (what it needs is still on the notepad) instead
+# of choosing anew from what it has seen (bench_safari_imitation_ceiling.py: with routes alone, an
+# imitator's wrong new-goal moves cost 3 points of success and 7 of agreement). Goals 3 turns away
+# cost 12-17 points of success against 2.
 PLAN_TURN_COST = 9
 PLAN_MIN_TURNS = 2
 _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
@@ -44,10 +43,11 @@ _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 # are the sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
 # view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
 # "finish" is the turn after the last find was confirmed: the context says every target is found.
-SITUATIONS = ("declare", "finish", "target in view", "target remembered", "explore (noted route)",
+SITUATIONS = ("declare", "finish", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
               "explore (new goal)", "explore (sweep on)", "explore (sweep turn)")
 
-# The situations each teacher meets in its own episodes.
+# The situations each teacher meets in its own episodes ("explore (noted goal)" is the expert's only
+# when a player strayed from its route, which the expert itself never does).
 SITUATIONS_MET = {"expert": ("declare", "finish", "target in view", "target remembered", "explore (noted route)",
                              "explore (new goal)"),
                   "sweeper": ("declare", "finish", "target in view", "target remembered", "explore (sweep on)",
@@ -94,20 +94,21 @@ def notepad_sightings(notepad: str) -> list[tuple[str, Cell]]:
     return [(species, (int(r), int(c))) for species, r, c in _SIGHTING.findall(notepad)]
 
 
-def notepad_route(notepad: str) -> list[tuple[str, int]]:
-    """The moves left on the route the notepad holds ("Route: down 4, right 2."), first move first;
-    [] without a route."""
+def notepad_route(notepad: str) -> tuple[Cell | None, list[tuple[str, int]]]:
+    """The goal and the moves left to it that the notepad holds ("Route to (20, 14): down 4,
+    right 2."), first move first; (None, []) without a route."""
     match = _ROUTE.search(notepad)
     if match is None:
-        return []
-    return [(direction, int(steps)) for direction, steps in (move.split() for move in match.group(1).split(", "))]
+        return None, []
+    moves = [(direction, int(steps)) for direction, steps in (move.split() for move in match.group(3).split(", "))]
+    return (int(match.group(1)), int(match.group(2))), moves
 
 
-def route_text(moves: list[tuple[str, int]]) -> str:
+def route_text(goal: Cell, moves: list[tuple[str, int]]) -> str:
     """A route as the notepad holds it; "" once no move is left (the goal is reached)."""
     if not moves:
         return ""
-    return "Route: " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
+    return f"Route to ({goal[0]}, {goal[1]}): " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
 
 
 def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
@@ -115,7 +116,7 @@ def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
     Map cells, not sightings relative to itself (which the notepad would take, bearings.py): with
     "zebra 2 down 3 right" written into its notepad calls, a tiny model trained on the expert's
     turns mixed up the notepad's words and the move's, and wrote move arguments under other tools'
-    names (README, "Learning proof"; again on 2026-11-28, "Routes without goals")."""
+    names (README, "Learning proof")."""
     if not sightings:
         return ""
     order = {name: i for i, name in enumerate(SPECIES)}
@@ -147,9 +148,9 @@ def _near(a: Cell, b: Cell) -> bool:
 def expert(episode: Episode) -> Decision:
     """Walks to the current target once it has ever seen it (its notepad remembers sightings);
     otherwise explores: it picks the reachable ground that shows the most unseen cells, writes the
-    moves left to it on its notepad and follows that route over the next turns; when the route can
-    no longer be walked over known ground (the player strayed, or a move was stopped) or is done, it
-    picks a new goal."""
+    goal and the moves left to it on its notepad and follows that route over the next turns; when
+    the route no longer leads to its goal over known ground (the player strayed, or a move was
+    stopped) it goes to the same goal another way, and once the route is done it picks a new goal."""
     return _go_for_target(episode, _explore_by_plan)
 
 
@@ -208,22 +209,27 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
 def _explore_by_plan(episode: Episode, calls: list[Call], notepad: str, seen_text: str, target: str) -> Decision:
     """The expert's exploring: a goal with the most unseen ground, its route on the notepad."""
     here = episode.position
-    route = notepad_route(episode.notepad)
-    if route and _walk(episode, here, route) is not None:
-        situation, why = "explore (noted route)", "I follow the route in my notepad."
+    goal, route = notepad_route(episode.notepad)
+    if goal is not None and route and _walk(episode, here, route) == goal:
+        situation, why = "explore (noted route)", f"I follow the route in my notepad to ({goal[0]}, {goal[1]})."
     else:
         came_from: dict[Cell, tuple[Cell, tuple[str, int]]] = {}
         reach = _turn_search(episode, optimistic=False, came_from=came_from)
-        goal = _exploration_goal(episode, reach, turn_cost=PLAN_TURN_COST, min_turns=PLAN_MIN_TURNS) \
-            or _exploration_goal(episode, reach)
-        situation = "explore (new goal)"
-        if goal is not None:
-            why = (f"The most unexplored ground I can reach is around ({goal[0]}, {goal[1]}), "
-                   f"{offset_text(here, goal)}.")
+        if goal is not None and goal != here and goal in reach:
+            situation = "explore (noted goal)"
+            why = (f"I am off the route in my notepad, so I go to its goal ({goal[0]}, {goal[1]}), "
+                   f"{offset_text(here, goal)}, another way.")
+        else:
+            goal = _exploration_goal(episode, reach, turn_cost=PLAN_TURN_COST, min_turns=PLAN_MIN_TURNS) \
+                or _exploration_goal(episode, reach)
+            situation = "explore (new goal)"
+            if goal is not None:
+                why = (f"The most unexplored ground I can reach is around ({goal[0]}, {goal[1]}), "
+                       f"{offset_text(here, goal)}.")
         route = _route_to(came_from, here, goal) if goal is not None else []
-    if route:
+    if goal is not None and route:
         (direction, steps), rest = route[0], route[1:]
-        planned = " ".join(part for part in (notepad, route_text(rest)) if part)
+        planned = " ".join(part for part in (notepad, route_text(goal, rest)) if part)
         calls = [call for call in calls if call[0] != "update_notepad"]
         if planned != episode.notepad:
             calls.insert(0, ("update_notepad", {"text": planned}))

@@ -13,16 +13,16 @@ def test_relative_sightings_are_pinned_to_map_cells_and_the_rest_kept():
         "Seen: zebra at (8, 15); lion at (1, 13); giraffe at (5, 12)."
     assert pin_sightings("zebra 2 down, 3 left", (5, 5)) == "zebra at (7, 2)"
     # Map cells stay, bearings copied back from the context are dropped, routes and prose are kept.
-    text = "Seen: elephant at (2, 9) [3 up 4 right]. Route: down 4, right 2. Lion near water."
-    assert pin_sightings(text, (5, 5)) == "Seen: elephant at (2, 9). Route: down 4, right 2. Lion near water."
+    text = "Seen: elephant at (2, 9) [3 up 4 right]. Route to (20, 14): down 4, right 2. Lion near water."
+    assert pin_sightings(text, (5, 5)) == "Seen: elephant at (2, 9). Route to (20, 14): down 4, right 2. Lion near water."
     assert pin_sightings("a zebra herd, 3 zebras", (1, 1)) == "a zebra herd, 3 zebras"
 
 
 def test_bearings_read_back_the_offset_from_where_the_agent_stands():
     assert bearing((5, 5), (8, 3)) == "3 down 2 left" and bearing((5, 5), (5, 9)) == "4 right"
     assert bearing((5, 5), (5, 5)) == "here"
-    assert with_bearings("Seen: zebra at (8, 15); lion at (1, 13). Route: up 1.", (5, 13)) == \
-        "Seen: zebra at (8, 15) [3 down 2 right]; lion at (1, 13) [4 up]. Route: up 1."
+    assert with_bearings("Seen: zebra at (8, 15); lion at (1, 13). Route to (9, 9): up 1.", (5, 13)) == \
+        "Seen: zebra at (8, 15) [3 down 2 right]; lion at (1, 13) [4 up]. Route to (9, 9): up 1."
     for here, there in (((10, 10), (13, 8)), ((0, 31), (4, 27)), ((7, 7), (7, 3))):
         written = f"zebra {bearing(here, there)}"  # as a player writes it off the view
         assert notepad_sightings(pin_sightings(written, here)) == [("zebra", there)]

@@ -40,8 +40,8 @@ def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
     # a lion two cells away in view, and a zebra the agent has never seen
     mission = lion_near_zebra_far()
     episode = Episode.start(mission)
-    episode.notepad = "Seen: zebra at (3, 3). Route: down 4."
-    assert honest_notepad(episode) == "Seen: lion at (0, 0). Route: down 4."
+    episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
+    assert honest_notepad(episode) == "Seen: lion at (0, 0). Route to (9, 2): down 4."
     label = expert_label(episode)
     assert label.calls[0][0] == "update_notepad" and "zebra" not in label.calls[0][1]["text"]
     assert "lion at (0, 0)" in label.calls[0][1]["text"]

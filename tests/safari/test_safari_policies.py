@@ -82,26 +82,29 @@ def test_expert_walks_to_a_sighting_remembered_in_its_notepad():
     assert "I have not seen a zebra yet" in expert(episode).thought  # out of view: it does not know yet
     first = expert(episode)
     assert first.situation == "explore (new goal)"
-    # the moves left to the goal go on the notepad (a goal is at least two turns away; its map cell
-    # is not written), and the next turn takes the route's first move and writes the rest
+    # the goal and the moves left to it go on the notepad (a goal is at least two turns away), and
+    # the next turn takes the route's first move and writes the rest
     [(name, args)] = [call for call in first.calls if call[0] == "update_notepad"]
-    route = notepad_route(args["text"])
-    assert route and "Route: " in args["text"] and "Route to" not in args["text"]
+    goal, route = notepad_route(args["text"])
+    assert goal is not None and route and f"({goal[0]}, {goal[1]})" in first.thought
     after = Episode.start(mission)
     after.play_turn(first.calls)
     follow = expert(after)
     assert follow.situation == "explore (noted route)" and "I follow the route in my notepad" in follow.thought
     assert follow.action() == [("move", {"direction": route[0][0], "steps": route[0][1]})]
     written = next((a["text"] for n, a in follow.calls if n == "update_notepad"), after.notepad)
-    assert notepad_route(written) == route[1:]
-    # a route that can no longer be walked over known ground is dropped for a new goal
-    blocked = Episode.start(mission)
-    blocked.notepad = "Route: up 4, up 4, up 4, up 4, up 4, up 4, up 4, up 4."  # off the map
-    again = expert(blocked)
-    assert again.situation == "explore (new goal)" and again.action() == first.action()
-    assert notepad_route("Seen: lion at (2, 3). Route: up 4, left 1.") == [("up", 4), ("left", 1)]
-    assert notepad_route("Route: north 2.") == []
-    assert notepad_route("Route to (9, 4): up 4.") == []  # the old form with a goal is not a route
+    assert notepad_route(written) == ((goal, route[1:]) if len(route) > 1 else (None, []))
+    # a player that strayed from the route goes on to the same goal another way
+    strayed = Episode.start(mission)
+    strayed.notepad = args["text"]
+    off = next(d for d in ("up", "down", "left", "right") if d != route[0][0])
+    strayed.play_turn([("move", {"direction": off, "steps": 1})])
+    again = expert(strayed)
+    assert again.situation in ("explore (noted goal)", "explore (noted route)")  # not a new goal
+    kept = next((a["text"] for n, a in again.calls if n == "update_notepad"), strayed.notepad)
+    assert notepad_route(kept)[0] in (goal, None)  # None: the goal is one move away, the route ends
+    assert notepad_route("Seen: lion at (2, 3). Route to (9, 4): up 4, left 1.") == ((9, 4), [("up", 4), ("left", 1)])
+    assert notepad_route("Route to (1, 2): north 2.") == (None, [])
     episode.notepad = "Seen: zebra at (2, 0)."
     decision = expert(episode)
     assert "remembered from my notepad" in decision.thought and decision.situation == "target remembered"

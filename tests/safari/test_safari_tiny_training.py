@@ -114,11 +114,15 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
     args = bench.parse_args(["--marking", "--merge", "1"])
     assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0  # as measured in the README
     assert args.pointer_weight == 0.0 and args.seed == 0  # the seed every measured run so far had
+    assert args.oversample == 12  # the target's turns drawn 12 times as often: what taught the reply to place it
+    assert bench.parse_args(["--marking", "--merge", "1", "--oversample", "3"]).oversample == 3
+    assert bench.parse_args([]).oversample == 1  # the trainer's path: each turn once unless asked
     for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
                     ["--marking", "--merge", "1", "--dagger-rounds", "1", "--dagger-share", "1"],
                     ["--marking", "--merge", "1", "--final-lr-fraction", "1.5"],
                     ["--pointer-weight", "1"], ["--marking", "--merge", "1", "--pointer-weight", "-1"],
-                    ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"]):
+                    ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"],
+                    ["--marking", "--merge", "1", "--oversample", "0"]):
         with pytest.raises(SystemExit):
             bench.parse_args(refused)
 
