@@ -468,7 +468,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         assert base is not None
         trained, training = train(args, base, work, prompt)
         report["training"] = training
-        print(f"trained on {args.episodes} expert episodes (up to {args.epochs} epochs) in "
+        print(f"trained on {args.episodes} {args.teacher} episodes (up to {args.epochs} epochs) in "
               f"{training['seconds']:.0f} s: {training['summary']}", flush=True)
 
     if tiny:  # the decision apart from play: teacher-forced on held-out expert rows
