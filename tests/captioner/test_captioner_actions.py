@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from captioner_support import COCO_MINI, hub_rows
+from captioner_support import COCO_MINI, hub_rows, needs_coco
 from localqwen_captioner import coco
 
 from localqwen.app import Workbench
@@ -25,6 +25,7 @@ def test_plugin_loads_through_its_entry_point(bench):
     assert [a.id for a in plugin.actions()] == ["caption", "compare", "coco-download", "coco-to-json", "metrics"]
 
 
+@needs_coco
 def test_coco_download_then_to_json_through_the_workbench(bench, monkeypatch, tmp_path):
     monkeypatch.setattr(coco, "load_hub_rows", lambda split: hub_rows(20))  # the hub: unreachable here
     events = list(bench.run("captioner", "coco-download", {"rows": 20}))
@@ -51,6 +52,7 @@ def test_bad_input_is_reported_clearly(bench, tmp_path):
     assert "needs a custom prompt" in events[-2].message
 
 
+@needs_coco
 def test_metrics_of_saved_captions(bench, tmp_path):
     """Score human captions saved in the caption run's JSONL layout: leave-one-out on coco_mini."""
     data = json.loads((COCO_MINI / "annotations" / "captions_val2017.json").read_text())
@@ -76,6 +78,7 @@ def test_metrics_of_saved_captions(bench, tmp_path):
     assert table.columns[:4] == ["captions", "BLEU-4", "ROUGE-L", "CIDEr"]
 
 
+@needs_coco
 def test_cli_coco_commands(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
@@ -97,6 +100,7 @@ def test_cli_coco_commands(tmp_path, monkeypatch):
     assert out.exit_code == 1 and "no such CSV file" in out.output
 
 
+@needs_coco
 def test_coco_data_source_is_registered_with_the_trainer(bench, tmp_path, monkeypatch):
     from localqwen.training.data_sources import build_data_source
 

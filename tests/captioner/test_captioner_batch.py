@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from captioner_support import COCO_MINI
+from captioner_support import COCO_MINI, needs_coco
 from localqwen_captioner.batch import BatchOptions, BatchSummary, CaptionJournal, caption_images
 from localqwen_captioner.images import find_images
 
@@ -102,6 +102,7 @@ def test_existing_txt_is_kept_unless_overwrite(tmp_path):
     assert (root / "red.txt").read_text() == "a mostly red picture\n"
 
 
+@needs_coco
 def test_cancel_keeps_finished_batches_and_writes_the_csv(tmp_path):
     images = sorted((COCO_MINI / "val2017").glob("*.jpg"))[:12]  # read in place, never written to
     journal = CaptionJournal(tmp_path / "out")

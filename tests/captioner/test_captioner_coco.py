@@ -11,13 +11,14 @@ import csv
 import json
 
 import pytest
-from captioner_support import COCO_MINI, hub_rows
+from captioner_support import COCO_MINI, hub_rows, needs_coco
 from localqwen_captioner import coco
 
 from localqwen.plugin_api import Cancelled, CancelToken
 from localqwen.plugin_api import events as ev
 
 
+@needs_coco
 def test_download_writes_images_and_csv_and_resumes(tmp_path):
     events = list(coco.download_coco(tmp_path / "coco", rows=8, source=hub_rows()))
     done = events[-1]
@@ -32,6 +33,7 @@ def test_download_writes_images_and_csv_and_resumes(tmp_path):
     assert images[0].stat().st_mtime_ns == stamp  # existing images were kept
 
 
+@needs_coco
 def test_download_skips_bad_rows_and_cancel_keeps_the_csv(tmp_path):
     def rows():
         yield {"image_id": 1, "caption": "no image here", "image": None}
@@ -50,6 +52,7 @@ def test_download_skips_bad_rows_and_cancel_keeps_the_csv(tmp_path):
     assert len(coco.read_caption_csv(tmp_path / "coco" / "captions.csv")) == 3
 
 
+@needs_coco
 def test_csv_to_conversations_splits_by_image(tmp_path):
     list(coco.download_coco(tmp_path / "coco", rows=40, source=hub_rows(40)))
     csv_path = tmp_path / "coco" / "captions.csv"
@@ -95,6 +98,7 @@ def test_csv_errors_are_specific(tmp_path):
         coco.read_caption_csv(empty_caption)
 
 
+@needs_coco
 def test_read_references_from_coco_annotations_in_place():
     refs = coco.read_references(COCO_MINI / "annotations_full" / "captions_val2017.json",
                                 images_dir=COCO_MINI / "val2017")
@@ -104,6 +108,7 @@ def test_read_references_from_coco_annotations_in_place():
     assert len(small) == 79 and set(small) <= set(refs)
 
 
+@needs_coco
 def test_trainer_accepts_the_conversation_json(tmp_path):
     from localqwen.training.data import read_rows, validate_rows
 

@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 
 import pytest
-from captioner_support import COCO_MINI
+from captioner_support import COCO_MINI, needs_coco
 from localqwen_captioner.images import ImageLoadError, find_images, load_image
 
 
@@ -15,6 +15,7 @@ def _save(image, path: Path, **options) -> Path:
     return path
 
 
+@needs_coco
 def test_real_coco_jpeg_loads_as_rgb_and_shrinks():
     path = sorted((COCO_MINI / "val2017").glob("*.jpg"))[0]
     loaded = load_image(path, max_side=224)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from captioner_support import COCO_MINI
+from captioner_support import COCO_MINI, needs_coco
 from localqwen_captioner.metrics import score_captions, tokenize
 
 
@@ -49,6 +49,7 @@ def test_single_image_has_no_cider_and_missing_reference_is_an_error():
         score_captions({"a": ["x"]}, {})
 
 
+@needs_coco
 def test_real_coco_references_rank_a_human_caption_above_a_wrong_one():
     data = json.loads((COCO_MINI / "annotations" / "captions_val2017.json").read_text())
     refs: dict[str, list[str]] = {}

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from captioner_support import COCO_MINI
+from captioner_support import COCO_MINI, needs_coco
 
 from localqwen.app import Workbench
 from localqwen.plugin_api import CancelToken
@@ -92,6 +92,7 @@ def test_caption_folder_with_progress_errors_txt_and_resume(bench, tiny_qwen3_vl
     assert (again.result["skipped"], again.result["captioned"], again.result["errors"]) == (4, 0, 1)
 
 
+@needs_coco
 def test_batched_captions_equal_one_at_a_time(bench, tiny_qwen3_vl_path, adapter_dir, tmp_path):
     # With the random adapter the tiny model says different things per image, so equality means
     # batching (left padding, image token positions) changes nothing.
@@ -110,6 +111,7 @@ def test_batched_captions_equal_one_at_a_time(bench, tiny_qwen3_vl_path, adapter
     assert batched == single
 
 
+@needs_coco
 def test_cancel_stops_between_batches_and_keeps_results(bench, tiny_qwen3_vl_path, tmp_path):
     cancel = CancelToken()
     stream = bench.run("captioner", "caption", {
@@ -125,6 +127,7 @@ def test_cancel_stops_between_batches_and_keeps_results(bench, tiny_qwen3_vl_pat
     assert len(lines) == 2 and len((tmp_path / "out" / "captions.csv").read_text().splitlines()) == 3
 
 
+@needs_coco
 def test_compare_base_and_adapter_with_references(bench, tiny_qwen3_vl_path, adapter_dir):
     events = list(bench.run("captioner", "compare", {
         "source": str(COCO_MINI / "val2017"), "model": str(tiny_qwen3_vl_path), "adapter": str(adapter_dir),
@@ -146,6 +149,7 @@ def test_compare_base_and_adapter_with_references(bench, tiny_qwen3_vl_path, ada
     assert set(done.result["scores"]) == {"base", "adapter"}
 
 
+@needs_coco
 def test_metrics_before_and_after_an_adapter(bench, tiny_qwen3_vl_path, adapter_dir):
     events = list(bench.run("captioner", "metrics", {
         "references": str(COCO_REFS), "model": str(tiny_qwen3_vl_path), "adapter": str(adapter_dir),
