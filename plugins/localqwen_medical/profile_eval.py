@@ -19,14 +19,10 @@ from localqwen.vocabulary import events as ev
 from localqwen_medical.profile import FIELDS, Profile, update_from_turn
 from localqwen_medical.profile_dialogues import generate_dialogues
 from localqwen_medical.profile_patterns import canonical
+from localqwen_medical.router_suite import default_data_dir
 
 ANNOTATION_FILE = Path(__file__).with_name("med_dialog_allergies.json")
 TARGET_F1 = 0.9
-
-
-def default_data_dir() -> Path:
-    """``../shared/data`` next to the repository this plugin runs from."""
-    return Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def profile_values(profile: Profile, field: str) -> set[str]:

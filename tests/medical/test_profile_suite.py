@@ -7,7 +7,8 @@ import json
 
 import pytest
 from localqwen_medical.profile_dialogues import generate_dialogues
-from localqwen_medical.profile_eval import ANNOTATION_FILE, default_data_dir, run_profile_suite, score
+from localqwen_medical.profile_eval import ANNOTATION_FILE, run_profile_suite, score
+from localqwen_medical.router_suite import default_data_dir
 
 from localqwen.vocabulary import events as ev
 
