@@ -36,6 +36,8 @@ sys.path.insert(0, str(ROOT / "plugins"))
 # thread beside another busy process, against ~11 s a step on two threads under load (the last measured run).
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from localqwen_safari.policies import TEACHERS  # noqa: E402  (pure Python; after the path is set)
+
 EVAL_SEED_START = 1000  # the README's evaluation seeds; training seeds start at 100,000
 HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 60  # expert rows for the teacher-forced check (~1,000 moves)
 GOALS = {  # the goals for the trained model
@@ -61,9 +63,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     adapter.add_argument("--lora", action="store_true", help="LoRA r=16 alpha=32 on attention and MLP")
     adapter.add_argument("--qlora", action="store_true", help="QLoRA (4-bit base, LoRA r=16 alpha=32)")
     parser.add_argument("--episodes", type=int, help="expert training episodes (default 200; quick 40)")
-    parser.add_argument("--teacher", default="expert", choices=["expert", "sweeper"],
+    parser.add_argument("--teacher", default="expert", choices=list(TEACHERS),
                         help="whose turns it learns from and agreement is measured against: the expert (plans "
-                             "where to explore from all it has seen) or the sweeper (every decision rests on one turn)")
+                             "where to explore from all it has seen), the sweeper or the tour (every decision rests on one turn)")
     parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
                         help="the tiny model's image patches merged per token, each way (2: 25 tokens; 1: one per cell)")
     parser.add_argument("--oversample", type=int, default=None,
@@ -239,8 +241,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     from localqwen_safari.vision_warmup import warm_up_vision
 
     started = time.monotonic()
-    # One pass over the teacher's episodes gives the rows and, for the expert, the warm-up's views.
-    views: list[tuple[bytes, list[int]]] | None = [] if args.teacher == "expert" else None
+    # One pass over the teacher's episodes gives the rows and the warm-up's views (the teacher's own).
+    views: list[tuple[bytes, list[int]]] = []
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views)
     print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s", flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,

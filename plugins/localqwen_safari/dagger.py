@@ -35,23 +35,28 @@ from localqwen_safari.policies import (
     notepad_route,
     notepad_sweep,
     notepad_text,
+    notepad_waypoint,
     route_text,
     visible_animals,
+    waypoint_text,
 )
 from localqwen_safari.render import render_view
 
 
 def honest_notepad(episode: Episode) -> str:
     """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
-    has had in view, and the route or sweep line it wrote itself (kept as written)."""
+    has had in view, and the route, sweep or waypoint line it wrote itself (kept as written)."""
     seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
     goal, route = notepad_route(episode.notepad)
     route_line = route_text(goal, route) if goal is not None and route else ""
-    return " ".join(part for part in (notepad_text(seen), route_line, notepad_sweep(episode.notepad)) if part)
+    waypoint = notepad_waypoint(episode.notepad)
+    waypoint_line = waypoint_text(waypoint) if waypoint is not None else ""
+    return " ".join(part for part in (notepad_text(seen), route_line, notepad_sweep(episode.notepad), waypoint_line)
+                    if part)
 
 
 def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:
-    """What the ``teacher`` (the expert, or the sweeper) would do in the agent's state, asked with
+    """What the ``teacher`` (the expert, the sweeper or the tour) would do in the agent's state, asked with
     :func:`honest_notepad`; its calls end with the agent's notepad made right (an ``update_notepad``
     first when it differs)."""
     honest = copy.deepcopy(episode)

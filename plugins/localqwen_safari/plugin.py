@@ -13,14 +13,14 @@ from typing import Any, Literal
 from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
 
-PolicyName = Literal["expert", "sweeper", "greedy", "random", "model"]
-TeacherName = Literal["expert", "sweeper"]
+PolicyName = Literal["expert", "sweeper", "tour", "greedy", "random", "model"]
+TeacherName = Literal["expert", "sweeper", "tour"]
 KindName = Literal["find-one", "find-two"]
 
 
 class PlayForm(Form):
     policy: PolicyName = field("expert", label="Policy",
-                               help="Who plays: the expert, the sweeper, greedy, random or a model.")
+                               help="Who plays: the expert, the sweeper, the tour, greedy, random or a model.")
     kind: KindName = field("find-one", label="Mission", help="find-one: one species; find-two: two, in order.")
     seed: int = field(7, label="Seed", ge=0, help="The world and targets; the same seed plays the same way.")
     missions: Path | None = field(None, label="Mission file", widget="file", advanced=True,
@@ -69,7 +69,8 @@ class GenerateForm(Form):
     teacher: TeacherName = field("expert", label="Teacher", advanced=True,
                                  help="Whose turns: the expert (plans where to explore from all it has seen) or "
                                       "the sweeper (sweeps in rows; every decision rests on one turn's view and "
-                                      "notepad, so a small model learns it more easily).")
+                                      "notepad, so a small model learns it more easily) or the tour (walks a fixed "
+                                      "round of waypoints, the next one on its notepad).")
     look: bool = field(False, label="Look rows", advanced=True,
                        help="For a model that looks before it replies: each reply's context ends with where the "
                             "targets are in view, and look rows ('Where is the lion?' before the view) follow it.")
@@ -118,7 +119,7 @@ class EvaluateForm(Form):
     policy: list[PolicyName] = field(default_factory=lambda: ["expert"], label="Policies",
                                      help="One or more (repeat --policy); each runs on the same missions.")
     compare: bool = field(False, label="Compare with all baselines",
-                          help="Also run random, greedy, expert and sweeper side by side.")
+                          help="Also run random, greedy, expert, sweeper and tour side by side.")
     kind: Literal["find-one", "find-two", "both"] = field("find-one", label="Mission kind")
     seeds: str = field("1000-1299", label="Seeds", help="e.g. 1000-1299 or 1,2,10-12 (generated missions).")
     missions: Path | None = field(None, label="Mission file", widget="file",

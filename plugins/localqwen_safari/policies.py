@@ -1,4 +1,4 @@
-"""Scripted players: ``random``, ``greedy``, ``expert`` and ``sweeper``.
+"""Scripted players: ``random``, ``greedy``, ``expert``, ``sweeper`` and ``tour``.
 
 Each policy is a pure function of what the agent could know (the episode's current view, the
 cells it has had in view, its notepad, the results it read) and returns a :class:`Decision`: a
@@ -33,6 +33,8 @@ TURN_COST = 12  # unseen cells an extra turn of walking must be worth (tuned on 
 # cost 12-17 points of success against 2.
 PLAN_TURN_COST = 9
 PLAN_MIN_TURNS = 2
+LANE_GAP = 8  # the tour's lanes: at most this many cells apart
+WAYPOINT_REACH = 5  # the tour goes on to its next waypoint this near the one it heads for (in each axis)
 _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 
 
@@ -42,16 +44,21 @@ _STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 # exploring goal rests on every cell seen so far, which no single observation shows. The last two
 # are the sweeper's exploring (see :func:`sweeper`): going on in the noted sweep (the notepad and the
 # view ahead say so), or turning where the view shows the sweep's way ends (the edge, water).
+# The waypoint situations are the tour's (see :func:`tour`): heading for the noted waypoint, or
+# going on to the round's next one.
 # "finish" is the turn after the last find was confirmed: the context says every target is found.
 SITUATIONS = ("declare", "finish", "target in view", "target remembered", "explore (noted route)", "explore (noted goal)",
-              "explore (new goal)", "explore (sweep on)", "explore (sweep turn)")
+              "explore (new goal)", "explore (sweep on)", "explore (sweep turn)", "explore (waypoint on)",
+              "explore (waypoint next)")
 
 # The situations each teacher meets in its own episodes ("explore (noted goal)" is the expert's only
 # when a player strayed from its route, which the expert itself never does).
 SITUATIONS_MET = {"expert": ("declare", "finish", "target in view", "target remembered", "explore (noted route)",
                              "explore (new goal)"),
                   "sweeper": ("declare", "finish", "target in view", "target remembered", "explore (sweep on)",
-                              "explore (sweep turn)")}
+                              "explore (sweep turn)"),
+                  "tour": ("declare", "finish", "target in view", "target remembered", "explore (waypoint on)",
+                           "explore (waypoint next)")}
 
 
 @dataclass
@@ -166,6 +173,18 @@ def sweeper(episode: Episode) -> Decision:
     return _go_for_target(episode, _explore_by_sweep)
 
 
+def tour(episode: Episode) -> Decision:
+    """The expert's way with targets, and a way of exploring whose every decision a learner can
+    make from one turn: it walks a fixed round of waypoints laid over the map (:func:`tour_waypoints`)
+    so that their views cover it all, keeping the one it heads for on its notepad ("Waypoint (12,
+    20)."). Each turn it walks towards that waypoint as it would to a remembered target (the position
+    is in the context, the waypoint in the notepad); within WAYPOINT_REACH cells of it, or where it
+    cannot be reached, the notepad gets the round's next one, the same for every map of that size.
+    It starts from the waypoint nearest to where it stands. The expert's choice of a new goal rests
+    on every cell seen so far, which no single turn shows (README, "Where the missions are lost")."""
+    return _go_for_target(episode, _explore_by_tour)
+
+
 Explore = Callable[[Episode, list[Call], str, str, str], Decision]
 
 
@@ -276,6 +295,111 @@ def _explore_by_sweep(episode: Episode, calls: list[Call], notepad: str, seen_te
                     calls + [("move", {"direction": move[0], "steps": move[1]})], situation)
 
 
+def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_text: str, target: str) -> Decision:
+    """The tour's exploring (see :func:`tour`)."""
+    here = episode.position
+    round_ = tour_waypoints(episode.world.size)
+    waypoint = notepad_waypoint(episode.notepad)
+    situation, why = "explore (waypoint on)", ""
+    if waypoint not in round_:
+        waypoint = min(round_, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
+        situation, why = "explore (waypoint next)", f"I start my round of waypoints at the nearest, ({waypoint[0]}, {waypoint[1]})."
+    reach = _turn_search(episode, optimistic=True)
+    for _ in round_:
+        goals = [cell for cell in reach if _near(cell, waypoint)]
+        if not _within_reach_of_waypoint(here, waypoint) and goals:
+            break
+        reached = waypoint
+        waypoint = round_[(round_.index(waypoint) + 1) % len(round_)]
+        situation = "explore (waypoint next)"
+        why = (f"I am at my waypoint ({reached[0]}, {reached[1]}), so I go on to the next, "
+               f"({waypoint[0]}, {waypoint[1]}).") if _within_reach_of_waypoint(here, reached) else \
+              (f"I cannot reach my waypoint ({reached[0]}, {reached[1]}), so I go on to the next, "
+               f"({waypoint[0]}, {waypoint[1]}).")
+    goal = waypoint if waypoint in reach else min(
+        (cell for cell in reach if _near(cell, waypoint)), key=lambda cell: (reach[cell][0], cell), default=None)
+    planned = " ".join(part for part in (notepad, waypoint_text(waypoint)) if part)
+    calls = [call for call in calls if call[0] != "update_notepad"]
+    if planned != episode.notepad:
+        calls.insert(0, ("update_notepad", {"text": planned}))
+    if goal is None:  # walled in: nothing reachable at all
+        direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
+        return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
+                        calls + [("move", {"direction": direction, "steps": 1})], situation)
+    direction, steps = _move_towards(episode, goal)
+    where = f"My waypoint is ({waypoint[0]}, {waypoint[1]}), {offset_text(here, waypoint)}."
+    return Decision(" ".join(part for part in (seen_text, f"I have not seen {_a(target)} yet.", why, where,
+                                                f"{_move_text(direction, steps)} to explore.") if part),
+                    calls + [("move", {"direction": direction, "steps": steps})], situation)
+
+
+def _move_towards(episode: Episode, goal: Cell) -> tuple[str, int]:
+    """The move on a fewest-turns way to ``goal`` (unseen ground counted open) that walks the most
+    steps: the turn search's own first move can be one step of a leg it could walk whole."""
+    from_goal = _turn_search(episode, optimistic=True, start=goal)
+    here = episode.position
+    best: tuple[tuple[int, int], tuple[str, int]] | None = None
+    for direction, (dr, dc) in MOVES.items():
+        for steps in range(1, _open_steps(episode, direction) + 1):
+            landing = (here[0] + dr * steps, here[1] + dc * steps)
+            turns = 0 if landing == goal else from_goal[landing][0] if landing in from_goal else None
+            if turns is not None and (best is None or (turns, -steps) < best[0]):
+                best = (turns, -steps), (direction, steps)
+    return best[1] if best else ("up", 1)
+
+
+def tour_waypoints(size: tuple[int, int]) -> list[Cell]:
+    """The tour's round: waypoints on lanes 8 cells apart (a 10x10 view from each covers the map),
+    in an order that ends beside where it began, so the round can start anywhere. With an even
+    number of row lanes: along the top lane, then snaking through the others leaving the first
+    column free, then up that column; with an odd number, the same with rows and cols swapped."""
+    rows, cols = (_lanes(n) for n in size)
+    if len(rows) % 2 and len(cols) % 2 == 0:
+        return [(r, c) for c, r in _round(cols, rows)]
+    return _round(rows, cols)
+
+
+def _lanes(n: int) -> list[int]:
+    """Rows (or cols) of lanes whose views cover 0..n-1: evenly spread, at most 8 apart."""
+    first, last = VIEW_BEFORE, n - VIEW + VIEW_BEFORE
+    if last <= first:
+        return [min(VIEW_BEFORE, n - 1)]
+    count = -(-(last - first) // LANE_GAP) + 1
+    return [round(first + i * (last - first) / (count - 1)) for i in range(count)]
+
+
+def _round(rows: list[int], cols: list[int]) -> list[Cell]:
+    if len(rows) < 2 or len(cols) < 2:  # one lane: there and back
+        line = [(r, c) for r in rows for c in cols]
+        return line + line[-2:0:-1]
+    cells = [(rows[0], c) for c in cols]
+    for i, r in enumerate(rows[1:], start=1):
+        cells += [(r, c) for c in (cols[:0:-1] if i % 2 else cols[1:])]
+    return cells + [(r, cols[0]) for r in rows[:0:-1]]
+
+
+def waypoint_text(waypoint: Cell) -> str:
+    """The tour's notepad line: "Waypoint (12, 20)."."""
+    return f"Waypoint ({waypoint[0]}, {waypoint[1]})."
+
+
+def notepad_waypoint(notepad: str) -> Cell | None:
+    """The waypoint a notepad holds (None without one)."""
+    match = _WAYPOINT.search(notepad)
+    return (int(match.group(1)), int(match.group(2))) if match else None
+
+
+_WAYPOINT = re.compile(r"\bWaypoint \((\d+), (\d+)\)\.")
+
+
+def _within_reach_of_waypoint(a: Cell, b: Cell) -> bool:
+    """Five cells or fewer in each axis: near enough that the view has shown most of what the
+    waypoint's would, so the tour cuts the corner to the next one (seeds 1000-1299, find-one /
+    find-two: within 2 cells 68.3% / 37.7%, 3 70.3% / 40.0%, 4 74.3% / 41.7%, 5 75.7% / 45.0%,
+    6 75.0% / 46.7%; at the lanes' 7-8 cells apart a larger reach would skip waypoints)."""
+    return abs(a[0] - b[0]) <= WAYPOINT_REACH and abs(a[1] - b[1]) <= WAYPOINT_REACH
+
+
 def sweep_text(heading: str, shift: str, *, again: bool = False) -> str:
     """The sweeper's notepad line: "Sweep right, shift down." (", shift down again." after a row)."""
     return f"Sweep {heading}, shift {shift}{' again' if again else ''}."
@@ -341,9 +465,11 @@ def _route_to(came_from: dict[Cell, tuple[Cell, tuple[str, int]]], here: Cell, g
 
 
 def _turn_search(episode: Episode, *, optimistic: bool,
-                 came_from: dict[Cell, tuple[Cell, tuple[str, int]]] | None = None) -> dict[Cell, tuple[int, tuple[str, int]]]:
+                 came_from: dict[Cell, tuple[Cell, tuple[str, int]]] | None = None,
+                 start: Cell | None = None) -> dict[Cell, tuple[int, tuple[str, int]]]:
     """Every cell reachable by moves (1-4 steps in one direction over passable cells), with the
-    fewest turns it takes and the first move on the way. Breadth first in a fixed order, so ties
+    fewest turns it takes and the first move on the way, from ``start`` (the agent's cell by
+    default; a move walked back is a move, so turns from a cell are turns to it). Breadth first in a fixed order, so ties
     always resolve the same way. Turns, not steps, are what a mission runs out of. ``came_from``,
     when given, is filled with each cell's previous cell and the move from it (for routes)."""
     world = episode.world
@@ -358,7 +484,8 @@ def _turn_search(episode: Episode, *, optimistic: bool,
     walkable[(rows + 1) * width:] = bytes(width)
     for r, c in episode.seen:
         walkable[(r + 1) * width + c + 1] = world.ground((r, c)) == LAND and world.animal_at((r, c)) is None
-    start = (episode.position[0] + 1) * width + episode.position[1] + 1
+    start_cell = episode.position if start is None else start
+    start = (start_cell[0] + 1) * width + start_cell[1] + 1
     visited = bytearray(len(walkable))
     visited[start] = 1
     turns_of = [0] * len(walkable)
@@ -456,8 +583,9 @@ def random_policy(episode: Episode) -> Decision:
     return Decision(f"{_move_text(direction, steps)} at random.", [("move", {"direction": direction, "steps": steps})])
 
 
-POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "expert": expert, "sweeper": sweeper}
-TEACHERS = ("expert", "sweeper")  # the scripted players whose turns a model is trained on
+POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "expert": expert, "sweeper": sweeper,
+                                 "tour": tour}
+TEACHERS = ("expert", "sweeper", "tour")  # the scripted players whose turns a model is trained on
 
 
 def get_policy(name: str) -> Policy:

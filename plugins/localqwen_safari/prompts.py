@@ -45,6 +45,7 @@ def system_prompt(prompt: str) -> str:
 
 
 _SENTENCE_END = re.compile(r"(?<=\.) (?=[A-Z])")
+_WAYPOINT_PLACE = re.compile(r"My waypoint is \((\d+), (\d+)\), ([^.]+)\.")
 _TARGET_PLACE = re.compile(r"The (\w+) \((in view|remembered from my notepad)\) is at \((\d+), (\d+)\), ([^.]+)\.")
 
 
@@ -58,7 +59,9 @@ def compact_thought(thought: str, lead: str = "") -> str:
     target's place a tiny model had to map the image straight to a direction word and never learned
     to (teacher-forced on in-view turns it stated the right direction less often than always saying
     the commonest one); with the place first and the vision warm-up it states the right direction on
-    85% of those turns (README, "Learning proof"). The move is still stated as 'I move <direction>
+    85% of those turns (README, "Learning proof"). The tour's exploring turns keep where its waypoint
+    lies ("Waypoint (12, 20), 3 rows down and 5 cols right."), worked out from the notepad and the
+    position as for a remembered target. The move is still stated as 'I move <direction>
     <n> steps', so Thought-Action consistency is checked exactly as for the full Thought.
 
     ``lead``: the current target's sentence on every turn (look.target_sentence: "No lion in view."
@@ -74,4 +77,8 @@ def compact_thought(thought: str, lead: str = "") -> str:
         place = f"The {species} is {offset}." if where == "in view" else f"The {species} is at ({row}, {col}), {offset}."
         if lead and where == "in view":
             place = ""
+    waypoint = _WAYPOINT_PLACE.search(thought)
+    if waypoint is not None:  # the tour's: where its waypoint lies, worked out before the move that follows
+        row, col, offset = waypoint.groups()
+        place = f"Waypoint ({row}, {col}), {offset}."
     return " ".join(part for part in (lead, place, decision) if part)

@@ -11,12 +11,12 @@ from event_streams import drain
 from localqwen_safari.dagger import aggregate, collect_rows, expert_label, honest_notepad
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
-from localqwen_safari.policies import Decision, expert, random_policy, sweeper
+from localqwen_safari.policies import Decision, expert, random_policy, sweeper, tour
 
 from localqwen.training.data import read_rows, validate_rows
 
 
-@pytest.mark.parametrize("teacher", [expert, sweeper], ids=["expert", "sweeper"])
+@pytest.mark.parametrize("teacher", [expert, sweeper, tour], ids=["expert", "sweeper", "tour"])
 def test_on_the_teachers_own_states_the_label_is_the_teachers_decision(teacher):
     turns = 0
     for seed in range(100_000, 100_012):

@@ -18,9 +18,12 @@ from localqwen_safari.policies import (
     notepad_route,
     notepad_sightings,
     notepad_sweep,
+    notepad_waypoint,
     sweeper,
     thought_consistent,
     thought_moves,
+    tour,
+    tour_waypoints,
 )
 from localqwen_safari.world import Animal, World
 
@@ -37,7 +40,7 @@ def test_thought_parser_and_consistency():
                                        [("declare_found", {"species": "lion"})]))
 
 
-@pytest.mark.parametrize("teacher", [expert, sweeper], ids=["expert", "sweeper"])
+@pytest.mark.parametrize("teacher", [expert, sweeper, tour], ids=["expert", "sweeper", "tour"])
 def test_expert_thought_states_its_move_and_notepad_holds_sightings(teacher):
     moves = 0
     for seed in range(2000, 2030):
@@ -141,23 +144,64 @@ def test_the_sweeper_sweeps_in_rows_written_on_its_notepad():
     assert episode.success  # it swept down to the zebra in the bottom right corner
 
 
-def test_the_sweepers_exploring_rests_on_one_turn_only():
+@pytest.mark.parametrize("teacher", [sweeper, tour], ids=["sweeper", "tour"])
+def test_the_sweepers_and_the_tours_exploring_rests_on_one_turn_only(teacher):
     """Forget every cell it saw before this turn: an exploring decision stays the same (the expert's
-    new goals would change: they rest on all it has seen)."""
+    new goals would change: they rest on all it has seen). The tour's route to its waypoint may
+    cross ground it saw earlier, so for it the cells that decide are the view's and the route's."""
     checked = 0
     for seed in range(3000, 3010):
         episode = Episode.start(mission_for_seed("find-two", seed))
         while not episode.done:
-            decision = sweeper(episode)
+            decision = teacher(episode)
             if decision.situation.startswith("explore"):
                 amnesiac = dataclasses.replace(episode, seen=set(episode.view_cells()))
-                assert sweeper(amnesiac) == decision
+                if teacher is tour:  # the next waypoint is the round's, whatever was seen
+                    assert notepad_of(teacher(amnesiac)) == notepad_of(decision)
+                else:
+                    assert teacher(amnesiac) == decision
                 checked += 1
             episode.play_turn(decision.calls)
     assert checked > 100
 
 
-@pytest.mark.parametrize("name", ["expert", "sweeper"])
+def notepad_of(decision: Decision) -> str:
+    return next((args["text"] for name, args in decision.calls if name == "update_notepad"), "")
+
+
+def test_the_tours_round_covers_the_map_and_closes_on_itself():
+    for size in [(32, 32), (24, 40), (12, 12), (6, 9)]:
+        round_ = tour_waypoints(size)
+        assert len(set(round_)) == len(round_)
+        # every cell of the map is in the view from some waypoint (4 up/left, 5 down/right)
+        covered = {(r, c) for wr, wc in round_ for r in range(wr - 4, wr + 6) for c in range(wc - 4, wc + 6)}
+        assert all((r, c) in covered for r in range(size[0]) for c in range(size[1])), size
+    round_ = tour_waypoints((32, 32))
+    assert len(round_) == 16 and round_[0] == (4, 4)
+    # one lane's gap between neighbours, the last one beside the first (the round starts anywhere)
+    for a, b in zip(round_, round_[1:] + round_[:1], strict=True):
+        assert (a[0] == b[0]) != (a[1] == b[1]) and abs(a[0] - b[0]) + abs(a[1] - b[1]) <= 8
+
+
+def test_the_tour_walks_its_round_written_on_its_notepad():
+    rows = ["." * 32 for _ in range(32)]
+    rows[30] = "." * 2 + "Z" + "." * 29
+    episode = Episode.start(Mission("tour", "find-one", ("zebra",), map=tuple(rows), start=(5, 2)))
+    waypoints = []
+    for turn in play_turns(episode, tour):
+        waypoint = notepad_waypoint(episode.notepad)
+        if waypoint and (not waypoints or waypoints[-1] != waypoint):
+            waypoints.append(waypoint)
+        if turn.decision.situation.startswith("explore"):
+            assert "My waypoint is" in turn.decision.thought
+    # from the nearest waypoint, (4, 4): it is near enough, so on to (4, 11), along the top lane...
+    round_ = tour_waypoints((32, 32))
+    assert waypoints[:4] == round_[1:5]
+    assert episode.success  # ... and round to the zebra in the bottom left corner
+
+
+
+@pytest.mark.parametrize("name", ["expert", "sweeper", "tour"])
 def test_each_teacher_meets_the_situations_it_is_said_to(name):
     met = set()
     for seed in range(1000, 1060):
