@@ -304,11 +304,14 @@ def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_tex
     if waypoint not in round_:
         waypoint = min(round_, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
         situation, why = "explore (waypoint next)", f"I start my round of waypoints at the nearest, ({waypoint[0]}, {waypoint[1]})."
-    reach = _turn_search(episode, optimistic=True)
+    # one turn search, from the waypoint (turns from it are turns to it): here in it = reachable
+    from_waypoint: dict[Cell, tuple[int, tuple[str, int]]] | None = None
     for _ in round_:
-        goals = [cell for cell in reach if _near(cell, waypoint)]
-        if not _within_reach_of_waypoint(here, waypoint) and goals:
-            break
+        if not _within_reach_of_waypoint(here, waypoint):
+            from_waypoint = _turn_search(episode, optimistic=True, start=waypoint)
+            if here in from_waypoint:
+                break
+            from_waypoint = None
         reached = waypoint
         waypoint = round_[(round_.index(waypoint) + 1) % len(round_)]
         situation = "explore (waypoint next)"
@@ -316,27 +319,25 @@ def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_tex
                f"({waypoint[0]}, {waypoint[1]}).") if _within_reach_of_waypoint(here, reached) else \
               (f"I cannot reach my waypoint ({reached[0]}, {reached[1]}), so I go on to the next, "
                f"({waypoint[0]}, {waypoint[1]}).")
-    goal = waypoint if waypoint in reach else min(
-        (cell for cell in reach if _near(cell, waypoint)), key=lambda cell: (reach[cell][0], cell), default=None)
     planned = " ".join(part for part in (notepad, waypoint_text(waypoint)) if part)
     calls = [call for call in calls if call[0] != "update_notepad"]
     if planned != episode.notepad:
         calls.insert(0, ("update_notepad", {"text": planned}))
-    if goal is None:  # walled in: nothing reachable at all
+    if from_waypoint is None:  # walled in: no waypoint reachable (or a map one view wide)
         direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
         return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
                         calls + [("move", {"direction": direction, "steps": 1})], situation)
-    direction, steps = _move_towards(episode, goal)
+    direction, steps = _move_towards(episode, waypoint, from_waypoint)
     where = f"My waypoint is ({waypoint[0]}, {waypoint[1]}), {offset_text(here, waypoint)}."
     return Decision(" ".join(part for part in (seen_text, f"I have not seen {_a(target)} yet.", why, where,
                                                 f"{_move_text(direction, steps)} to explore.") if part),
                     calls + [("move", {"direction": direction, "steps": steps})], situation)
 
 
-def _move_towards(episode: Episode, goal: Cell) -> tuple[str, int]:
-    """The move on a fewest-turns way to ``goal`` (unseen ground counted open) that walks the most
-    steps: the turn search's own first move can be one step of a leg it could walk whole."""
-    from_goal = _turn_search(episode, optimistic=True, start=goal)
+def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int, tuple[str, int]]]) -> tuple[str, int]:
+    """The move on a fewest-turns way to ``goal`` that walks the most steps (``from_goal``: the turn
+    search from it, unseen ground counted open): the search's own first move from here can be one
+    step of a leg it could walk whole."""
     here = episode.position
     best: tuple[tuple[int, int], tuple[str, int]] | None = None
     for direction, (dr, dc) in MOVES.items():
