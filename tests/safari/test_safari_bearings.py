@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from localqwen_safari.bearings import bearing, pin_sightings, with_bearings
+from localqwen_safari.bearings import bearing, pin_sightings, with_bearings, with_waypoint_bearing
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission
-from localqwen_safari.policies import expert, notepad_sightings
+from localqwen_safari.policies import expert, notepad_sightings, notepad_waypoint, tour
 
 
 def test_relative_sightings_are_pinned_to_map_cells_and_the_rest_kept():
@@ -43,3 +43,20 @@ def test_a_player_writes_a_sighting_relative_to_itself_and_reads_its_bearing_nex
     # The expert writes map cells.
     name, arguments = expert(Episode.start(mission)).calls[0]
     assert name == "update_notepad" and arguments["text"] == "Seen: zebra at (6, 0); lion at (2, 7)."
+
+
+def test_a_waypoint_shows_its_bearing_in_both_contexts_and_a_copied_bearing_is_not_stored():
+    mission = Mission("m", "find-one", ("zebra",), map=tuple("." * 32 for _ in range(31)) + ("Z" + "." * 31,),
+                      start=(20, 20))
+    episode = Episode.start(mission)
+    decision = tour(episode)
+    episode.play_turn(decision.calls)
+    waypoint = notepad_waypoint(episode.notepad)
+    assert waypoint is not None
+    shown = f"Waypoint ({waypoint[0]}, {waypoint[1]}) [{bearing(episode.position, waypoint)}]."
+    assert f"Notepad: {shown}" in episode.compact_context() and f"Notepad: {shown}" in episode.context_text()
+    assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
+    assert with_waypoint_bearing("Seen: zebra at (8, 15). Waypoint (4, 11).", (5, 13)) == \
+        "Seen: zebra at (8, 15). Waypoint (4, 11) [1 up 2 left]."  # sightings stay as written
+    episode.play_turn([("update_notepad", {"text": shown})])  # a player copies the context back
+    assert episode.notepad == f"Waypoint ({waypoint[0]}, {waypoint[1]})."
