@@ -177,10 +177,11 @@ def tour(episode: Episode) -> Decision:
     """The expert's way with targets, and a way of exploring whose every decision a learner can
     make from one turn: it walks a fixed round of waypoints laid over the map (:func:`tour_waypoints`)
     so that their views cover it all, keeping the one it heads for on its notepad ("Waypoint (12,
-    20)."). Each turn it walks towards that waypoint as it would to a remembered target (the position
-    is in the context, the waypoint in the notepad); within WAYPOINT_REACH cells of it, or where it
-    cannot be reached, the notepad gets the round's next one, the same for every map of that size.
-    It starts from the waypoint nearest to where it stands. The expert's choice of a new goal rests
+    20)."). Each turn it takes the longest move on a fewest-turns way to that waypoint (unseen ground
+    counted open; the position is in the context, the waypoint and its bearing in the notepad);
+    within WAYPOINT_REACH cells of it, or where it cannot be reached, the notepad gets the round's
+    next one, the same for every map of that size. It starts from the waypoint nearest to where it
+    stands. The expert's choice of a new goal rests
     on every cell seen so far, which no single turn shows (README, "Where the missions are lost")."""
     return _go_for_target(episode, _explore_by_tour)
 
@@ -304,7 +305,8 @@ def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_tex
     if waypoint not in round_:
         waypoint = min(round_, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
         situation, why = "explore (waypoint next)", f"I start my round of waypoints at the nearest, ({waypoint[0]}, {waypoint[1]})."
-    # one turn search, from the waypoint (turns from it are turns to it): here in it = reachable
+    # one turn search, from the waypoint (turns from it are turns to it): here in it = reachable. A
+    # waypoint on water or rock still spreads the search along its lines, so the tour walks up to it.
     from_waypoint: dict[Cell, tuple[int, tuple[str, int]]] | None = None
     for _ in round_:
         if not _within_reach_of_waypoint(here, waypoint):
@@ -350,10 +352,11 @@ def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int,
 
 
 def tour_waypoints(size: tuple[int, int]) -> list[Cell]:
-    """The tour's round: waypoints on lanes 8 cells apart (a 10x10 view from each covers the map),
-    in an order that ends beside where it began, so the round can start anywhere. With an even
-    number of row lanes: along the top lane, then snaking through the others leaving the first
-    column free, then up that column; with an odd number, the same with rows and cols swapped."""
+    """The tour's round: waypoints where lanes at most LANE_GAP cells apart cross (a 10x10 view from
+    each covers the map), in an order that ends beside where it began, so the round can start
+    anywhere. With an even number of row lanes: along the top lane, then snaking through the others
+    leaving the first column free, then up that column; with an odd number of row lanes and an even
+    number of col lanes, the same with rows and cols swapped (both odd: the last leg is long)."""
     rows, cols = (_lanes(n) for n in size)
     if len(rows) % 2 and len(cols) % 2 == 0:
         return [(r, c) for c, r in _round(cols, rows)]
@@ -361,7 +364,7 @@ def tour_waypoints(size: tuple[int, int]) -> list[Cell]:
 
 
 def _lanes(n: int) -> list[int]:
-    """Rows (or cols) of lanes whose views cover 0..n-1: evenly spread, at most 8 apart."""
+    """Rows (or cols) of lanes whose views cover 0..n-1: evenly spread, at most LANE_GAP apart."""
     first, last = VIEW_BEFORE, n - VIEW + VIEW_BEFORE
     if last <= first:
         return [min(VIEW_BEFORE, n - 1)]
@@ -370,6 +373,7 @@ def _lanes(n: int) -> list[int]:
 
 
 def _round(rows: list[int], cols: list[int]) -> list[Cell]:
+    """The round over these lanes (see :func:`tour_waypoints`)."""
     if len(rows) < 2 or len(cols) < 2:  # one lane: there and back
         line = [(r, c) for r in rows for c in cols]
         return line + line[-2:0:-1]
