@@ -147,8 +147,8 @@ def test_the_sweeper_sweeps_in_rows_written_on_its_notepad():
 @pytest.mark.parametrize("teacher", [sweeper, tour], ids=["sweeper", "tour"])
 def test_the_sweepers_and_the_tours_exploring_rests_on_one_turn_only(teacher):
     """Forget every cell it saw before this turn: an exploring decision stays the same (the expert's
-    new goals would change: they rest on all it has seen). The tour's route to its waypoint may
-    cross ground it saw earlier, so for it the cells that decide are the view's and the route's."""
+    new goals would change: they rest on all it has seen). For the tour, the waypoint it writes stays
+    the same; its move may not, where the way round water crosses ground it saw earlier."""
     checked = 0
     for seed in range(3000, 3010):
         episode = Episode.start(mission_for_seed("find-two", seed))
