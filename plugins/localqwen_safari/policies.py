@@ -16,7 +16,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from localqwen_safari.bearings import offset_parts
+from localqwen_safari.bearings import WAYPOINT, offset_parts
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
@@ -340,15 +340,16 @@ def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int,
     """The move on a fewest-turns way to ``goal`` that walks the most steps (``from_goal``: the turn
     search from it, unseen ground counted open): the search's own first move from here can be one
     step of a leg it could walk whole."""
+    # Some move lands in ``from_goal``: the tour asks only from a cell in it, more than a move from
+    # the goal, and the cells of the search's last leg to here are in view, so seen open.
     here = episode.position
-    best: tuple[tuple[int, int], tuple[str, int]] | None = None
+    ways = []
     for direction, (dr, dc) in MOVES.items():
         for steps in range(1, _open_steps(episode, direction) + 1):
             landing = (here[0] + dr * steps, here[1] + dc * steps)
-            turns = 0 if landing == goal else from_goal[landing][0] if landing in from_goal else None
-            if turns is not None and (best is None or (turns, -steps) < best[0]):
-                best = (turns, -steps), (direction, steps)
-    return best[1] if best else ("up", 1)
+            if landing in from_goal:
+                ways.append((from_goal[landing][0], -steps, list(MOVES).index(direction), (direction, steps)))
+    return min(ways)[3]
 
 
 def tour_waypoints(size: tuple[int, int]) -> list[Cell]:
@@ -390,11 +391,8 @@ def waypoint_text(waypoint: Cell) -> str:
 
 def notepad_waypoint(notepad: str) -> Cell | None:
     """The waypoint a notepad holds (None without one)."""
-    match = _WAYPOINT.search(notepad)
+    match = WAYPOINT.search(notepad)
     return (int(match.group(1)), int(match.group(2))) if match else None
-
-
-_WAYPOINT = re.compile(r"\bWaypoint \((\d+), (\d+)\)\.")
 
 
 def _within_reach_of_waypoint(a: Cell, b: Cell) -> bool:

@@ -60,8 +60,8 @@ def compact_thought(thought: str, lead: str = "") -> str:
     to (teacher-forced on in-view turns it stated the right direction less often than always saying
     the commonest one); with the place first and the vision warm-up it states the right direction on
     85% of those turns (README, "Learning proof"). The tour's exploring turns keep where its waypoint
-    lies ("Waypoint (12, 20), 3 rows down and 5 cols right."), worked out from the notepad and the
-    position as for a remembered target. The move is still stated as 'I move <direction>
+    lies ("Waypoint (12, 20), 3 rows down and 5 cols right."), read off the bearing the context
+    shows beside the notepad's waypoint. The move is still stated as 'I move <direction>
     <n> steps', so Thought-Action consistency is checked exactly as for the full Thought.
 
     ``lead``: the current target's sentence on every turn (look.target_sentence: "No lion in view."
