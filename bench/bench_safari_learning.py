@@ -89,6 +89,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pointer-weight", type=float, default=0.0,
                         help="with --marking: the pointer lesson's weight (pointer.py: a second-layer head asked "
                              "to look at the target's image token while the Thought places it; 0: off)")
+    parser.add_argument("--route-questions", type=int, default=0,
+                        help="with --marking: route rows (route.py: 'Way to 6 down 5 right?' before the view -> the "
+                             "tour's move knowing only the view) asked on every training view; 0: none")
+    parser.add_argument("--route-share", type=float, default=0.25,
+                        help="with --route-questions: the share of training steps that are a batch of route rows")
     parser.add_argument("--seed", type=int, default=0,
                         help="the tiny model's random start; with --marking also its warm-up's and its training "
                              "batches' order: runs of one recipe with different seeds show how far results spread")
@@ -149,6 +154,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--oversample counts how often a turn is drawn: at least 1")
     if not 0 < args.dagger_share < 1:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
+    if args.route_questions and not args.marking:
+        parser.error("--route-questions are rows of the tiny loop: give --marking (and --merge 1)")
+    if args.route_questions < 0 or not 0 <= args.route_share < 1:
+        parser.error("--route-questions counts rows per view (0 or more); --route-share is a share of steps in 0..1")
     if args.pointer_weight and not args.marking:
         parser.error("--pointer-weight is a lesson of the tiny loop: give --marking (and --merge 1)")
     if args.pointer_weight < 0 or args.readout_weight < 0 or args.marking_weight < 0:
@@ -243,8 +252,11 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     started = time.monotonic()
     # One pass over the teacher's episodes gives the rows and the warm-up's views (the teacher's own).
     views: list[tuple[bytes, list[int]]] = []
-    rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views)
-    print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s", flush=True)
+    routes: list[TinyRow] = []
+    rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views, routes=routes,
+                     route_questions=args.route_questions)
+    print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s"
+          + (f", {len(routes)} route rows" if routes else ""), flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,
                           seed=args.seed, views=views, on_step=lambda step, total, loss: print(
                               f"  vision warm-up step {step}/{total}, loss {loss:.4f}", flush=True)
@@ -261,7 +273,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
 
     lessons = {"seed": args.seed, "batch_size": args.batch_size, "marking_weight": args.marking_weight,
                "readout_weight": args.readout_weight, "pointer_weight": args.pointer_weight, "oversample": args.oversample,
-               "final_lr_fraction": args.final_lr_fraction, "on_step": report}
+               "final_lr_fraction": args.final_lr_fraction, "on_step": report,
+               "route_rows": routes, "route_share": args.route_share if routes else 0.0}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
                      minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,
@@ -491,6 +504,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print("its looks on held-out views (exact answers): " + ", ".join(
                 f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"
                 for key, value in report["look_accuracy"].items()), flush=True)
+        if args.route_questions:  # the route lesson itself, on views it never trained on
+            from localqwen_safari.route import route_accuracy
+            from localqwen_safari.tiny_training import TinyRow, tiny_rows
+
+            held_routes: list[TinyRow] = []
+            tiny_rows(HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, teacher=args.teacher, routes=held_routes,
+                      route_questions=1)
+            report["route_accuracy"] = route_accuracy(trained, held_routes, batch=args.eval_batch)
+            print("its routes on held-out views (the tour's move knowing only the view): " + ", ".join(
+                f"{key} {value}" for key, value in report["route_accuracy"].items()), flush=True)
         report["teacher_forced"] = asdict(move_accuracy(trained, held, limit=1500))
         print(f"teacher-forced on held-out {args.teacher} rows: " + ", ".join(
             f"{key} {value:.3f}" if isinstance(value, float) else f"{key} {value}"

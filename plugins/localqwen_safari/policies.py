@@ -340,16 +340,32 @@ def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int,
     """The move on a fewest-turns way to ``goal`` that walks the most steps (``from_goal``: the turn
     search from it, unseen ground counted open): the search's own first move from here can be one
     step of a leg it could walk whole."""
-    # Some move lands in ``from_goal``: the tour asks only from a cell in it, more than a move from
-    # the goal, and the cells of the search's last leg to here are in view, so seen open.
+    # Some move lands in ``from_goal`` (or on the goal): it is asked only from a cell the search
+    # reached, and the cells of the search's last leg to here are in view, so seen open.
     here = episode.position
     ways = []
     for direction, (dr, dc) in MOVES.items():
         for steps in range(1, _open_steps(episode, direction) + 1):
             landing = (here[0] + dr * steps, here[1] + dc * steps)
-            if landing in from_goal:
-                ways.append((from_goal[landing][0], -steps, list(MOVES).index(direction), (direction, steps)))
+            turns = 0 if landing == goal else from_goal[landing][0] if landing in from_goal else None
+            if turns is not None:
+                ways.append((turns, -steps, list(MOVES).index(direction), (direction, steps)))
     return min(ways)[3]
+
+
+def view_route(episode: Episode, goal: Cell) -> tuple[str, int] | None:
+    """The move the tour would make towards ``goal`` knowing only the cells in view now (the rest
+    counted open): the longest move on a fewest-turns way. None when ``goal`` is where the agent
+    stands or no way is open. What the route lesson asks of a learner (route.py): one view and one
+    bearing hold all it needs, and on the tour's exploring turns it is the tour's own move on 95%
+    of them (the tour also remembers cells seen earlier)."""
+    here = episode.position
+    if goal == here:
+        return None
+    from_goal = _turn_search(episode, optimistic=True, start=goal, known=set(episode.view_cells()))
+    if here not in from_goal:
+        return None
+    return _move_towards(episode, goal, from_goal)
 
 
 def tour_waypoints(size: tuple[int, int]) -> list[Cell]:
@@ -469,12 +485,14 @@ def _route_to(came_from: dict[Cell, tuple[Cell, tuple[str, int]]], here: Cell, g
 
 def _turn_search(episode: Episode, *, optimistic: bool,
                  came_from: dict[Cell, tuple[Cell, tuple[str, int]]] | None = None,
-                 start: Cell | None = None) -> dict[Cell, tuple[int, tuple[str, int]]]:
+                 start: Cell | None = None, known: set[Cell] | None = None) -> dict[Cell, tuple[int, tuple[str, int]]]:
     """Every cell reachable by moves (1-4 steps in one direction over passable cells), with the
     fewest turns it takes and the first move on the way, from ``start`` (the agent's cell by
     default; a move walked back is a move, so turns from a cell are turns to it). Breadth first in a fixed order, so ties
     always resolve the same way. Turns, not steps, are what a mission runs out of. ``came_from``,
-    when given, is filled with each cell's previous cell and the move from it (for routes)."""
+    when given, is filled with each cell's previous cell and the move from it (for routes).
+    ``known``: the cells whose ground counts (default every cell seen so far; the rest are open
+    only when ``optimistic``)."""
     world = episode.world
     rows, cols = world.size
     # cells as indexes into a grid padded with one closed cell all round (no bounds checks, no
@@ -485,7 +503,7 @@ def _turn_search(episode: Episode, *, optimistic: bool,
         walkable[r * width] = walkable[r * width + width - 1] = 0
     walkable[:width] = bytes(width)
     walkable[(rows + 1) * width:] = bytes(width)
-    for r, c in episode.seen:
+    for r, c in (episode.seen if known is None else known):
         walkable[(r + 1) * width + c + 1] = world.ground((r, c)) == LAND and world.animal_at((r, c)) is None
     start_cell = episode.position if start is None else start
     start = (start_cell[0] + 1) * width + start_cell[1] + 1

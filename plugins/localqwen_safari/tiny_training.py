@@ -50,7 +50,7 @@ MARK_POSITIVE_WEIGHT = 20.0  # a target covers one cell of a hundred, on one row
 class TinyRow:
     view: bytes  # the view PNG
     messages: list[dict[str, Any]]  # the compact conversation row (dataset.conversation_row)
-    marks: list[float]  # per view cell, row by row: 1.0 where the current target stands
+    marks: list[float]  # per view cell, row by row: 1.0 where the current target stands (empty: no marking lesson)
     nearest: tuple[int, int] | None  # view (row, col) of the nearest target in view
     situation: str = ""  # what the teacher's decision rested on (policies.SITUATIONS)
     # the frozen vision tower's output on the view (fp16), and which tower gave it (tower_fingerprint)
@@ -66,7 +66,8 @@ class TinyRun:
     seconds: float
     stopped_by_budget: bool
     rows: int
-    losses: dict[str, float] = field(default_factory=dict)  # the last 100 steps' means: replies, marking, readout, pointer, pointer_place
+    # the last 100 steps' means: replies, marking, readout, pointer, pointer_place, route
+    losses: dict[str, float] = field(default_factory=dict)
 
 
 def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]) -> tuple[list[float], tuple[int, int] | None]:
@@ -94,23 +95,38 @@ def tiny_row(turn: Turn) -> TinyRow:
 
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
-              views: list[tuple[bytes, list[int]]] | None = None) -> list[TinyRow]:
+              views: list[tuple[bytes, list[int]]] | None = None, routes: list[TinyRow] | None = None,
+              route_questions: int = 0) -> list[TinyRow]:
     """The teacher's episodes as compact rows with their labels. Given a ``views`` list, also
     appends every view with its cell classes, as vision_warmup.collect_views gathers them (the same
-    list for the expert's episodes), so the warm-up need not play the episodes again."""
+    list for the expert's episodes), so the warm-up need not play the episodes again. Given a
+    ``routes`` list, appends ``route_questions`` route rows (route.py) on every view."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.policies import get_teacher
+    from localqwen_safari.route import route_messages
+    from localqwen_safari.route import route_questions as questions_on
     from localqwen_safari.vision_warmup import turns_with_classes
 
-    policy = get_teacher(teacher)
+    teacher_policy = get_teacher(teacher)
+    asked: list[list[tuple[str, str]]] = []
+
+    def policy(episode: Episode) -> Any:  # the route questions are put on the state the teacher sees
+        if routes is not None and route_questions:
+            asked.append(questions_on(episode, random.Random(f"route-{episode.mission.id}-{episode.turn}"),
+                                      route_questions))
+        return teacher_policy(episode)
+
     rows = []
     for mission in missions_in_turn(episodes, seed_start):
         for turn, classes in turns_with_classes(Episode.start(mission), policy):
             rows.append(tiny_row(turn))
+            assert turn.view is not None
             if views is not None:
-                assert turn.view is not None
                 views.append((turn.view, classes))
+            if routes is not None and asked:
+                routes += [TinyRow(turn.view, route_messages("view.png", question, answer), [], None, "route")
+                           for question, answer in asked.pop()]
     return rows
 
 
@@ -186,7 +202,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                batch_size: int = 16, learning_rate: float = 2e-3, marking_weight: float = 1.0,
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
                dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
-               pointer_weight: float = 0.0, pointer_place_weight: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
+               pointer_weight: float = 0.0, pointer_place_weight: float = 0.0, route_rows: list[TinyRow] | None = None,
+               route_share: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
@@ -200,6 +217,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     ``pointer_weight``: the pointer lesson (pointer.py): at the first sentence's positions, one
     attention head of the second layer is asked to look at the nearest target's image token;
     ``pointer_place_weight``: that head's output is asked for the row and col of the token it looks at.
+    ``route_rows`` (route.py, :func:`tiny_rows` ``routes``): ``route_share`` of the steps are a
+    batch of them alone (short rows: such a step costs about half a replies' step).
     The learning rate warms up over 100 steps (a tenth of a shorter ``max_steps``), then stays flat,
     or falls linearly to ``final_lr_fraction`` of ``learning_rate`` by the end of the budget
     (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
@@ -223,6 +242,10 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         rows = tiny_rows(episodes, seed_start=TRAIN_SEED_START if seed_start is None else seed_start, teacher=teacher)
     teacher_count, pool = len(rows), teacher_pool(rows, oversample)
     rows = rows + (dagger_rows or [])
+    replies_count = len(rows)
+    rows = rows + (route_rows or [])
+    if route_share and replies_count == len(rows):
+        raise ValueError("route_share needs route rows (tiny_rows(routes=..., route_questions=...))")
     if not rows:
         raise ValueError("no rows to train on: give at least one episode")
     processor = AutoProcessor.from_pretrained(model_dir)
@@ -240,24 +263,28 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     cells = VIEW * VIEW
 
     # The frozen tower's features of every view, once (fp16 keeps 35,000 views at ~1.3 GB); kept on
-    # the rows, so a DAgger round that passes the same rows again does not encode them again.
+    # the rows, so a DAgger round that passes the same rows again does not encode them again. Rows
+    # on the same view (a turn's route rows share its view's bytes) share its features.
     visual = model.model.visual
     visual.requires_grad_(False)
     tower = tower_fingerprint(visual)
-    todo = [row for row in rows if row.tower != tower]
+    todo: dict[int, list[TinyRow]] = {}
+    for row in rows:
+        if row.tower != tower:
+            todo.setdefault(id(row.view), []).append(row)
+    groups = list(todo.values())
     with torch.no_grad():
-        for first in range(0, len(todo), 256):
-            chunk = todo[first:first + 256]
-            images = [Image.open(io.BytesIO(row.view)).convert("RGB") for row in chunk]
+        for first in range(0, len(groups), 256):
+            chunk = groups[first:first + 256]
+            images = [Image.open(io.BytesIO(group[0].view)).convert("RGB") for group in chunk]
             encoded = processor.image_processor(images=images, return_tensors="pt")
             output = visual(encoded["pixel_values"], grid_thw=encoded["image_grid_thw"], return_dict=True)
             pooled = output.pooler_output.reshape(len(images), cells, -1).half()
             stacked = torch.stack([layer.reshape(len(images), cells, -1) for layer in output.deepstack_features], 1).half()
-            for n, row in enumerate(chunk):
-                row.features, row.deepstack, row.tower = pooled[n].clone(), stacked[n].clone(), tower
-    features = [row.features for row in rows]
-    deepstack = [row.deepstack for row in rows]
-    all_features, all_deepstack = torch.stack(features), torch.stack(deepstack)  # type: ignore[arg-type]
+            for n, group in enumerate(chunk):
+                view_features, view_deepstack = pooled[n].clone(), stacked[n].clone()
+                for row in group:
+                    row.features, row.deepstack, row.tower = view_features, view_deepstack, tower
 
     # Token ids, where the reply starts, and the span of the Thought's first sentence.
     dots = {token for token in range(len(tokenizer)) if "." in tokenizer.decode([token])}
@@ -291,12 +318,11 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
             ids[n, :len(row_ids)] = torch.tensor(row_ids)
             mask[n, :len(row_ids)] = 1
             labels[n, reply:len(row_ids)] = ids[n, reply:len(row_ids)]
-        index = torch.tensor(batch)
         # per-image tuples, as Qwen3VLModel.get_image_features hands them on (its annotation says Tensor)
+        deepstack = torch.stack([rows[i].deepstack for i in batch]).float()
         vision = BaseModelOutputWithDeepstackFeatures(
-            pooler_output=tuple(all_features[index].float()),  # type: ignore[arg-type]
-            deepstack_features=[tuple(all_deepstack[index, k].float())  # type: ignore[misc]
-                                for k in range(all_deepstack.shape[1])])
+            pooler_output=tuple(rows[i].features.float() for i in batch),  # type: ignore[arg-type]
+            deepstack_features=[tuple(deepstack[:, k]) for k in range(deepstack.shape[1])])  # type: ignore[misc]
         output = model.model(input_ids=ids, attention_mask=mask, mm_token_type_ids=(ids == image_id).long(),
                              image_grid_thw=torch.tensor([[1, VIEW, VIEW]] * len(batch)),
                              mm_encoder_outputs={"image": vision}, output_hidden_states=True)
@@ -304,10 +330,13 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         # the model's own mean loss, at a fraction of its head's cost.
         predicted = labels[:, 1:] != -100
         replies = cross_entropy(model.lm_head(output.last_hidden_state[:, :-1][predicted]), labels[:, 1:][predicted])
-        marks = torch.tensor([mark for i in batch for mark in rows[i].marks])
-        marking = torch.nn.functional.binary_cross_entropy_with_logits(
-            mark_head(output.hidden_states[1][ids == image_id]).squeeze(-1), marks,
-            pos_weight=torch.tensor(MARK_POSITIVE_WEIGHT))
+        marked = torch.tensor([bool(rows[i].marks) for i in batch])  # route rows have no marking lesson
+        marking = torch.zeros(())
+        if marked.any():
+            marks = torch.tensor([mark for i in batch for mark in rows[i].marks])
+            marking = torch.nn.functional.binary_cross_entropy_with_logits(
+                mark_head(output.hidden_states[1][(ids == image_id) & marked[:, None]]).squeeze(-1), marks,
+                pos_weight=torch.tensor(MARK_POSITIVE_WEIGHT))
         states, places, queries, keys = [], [], [], []
         for n, i in enumerate(batch):
             nearest, (row_ids, reply, first_end) = rows[i].nearest, encoded_rows[i]
@@ -331,10 +360,14 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
             readout = cross_entropy(logits[:, :VIEW], where[:, 0]) + cross_entropy(logits[:, VIEW:], where[:, 1])
         loss = (replies + marking_weight * marking + readout_weight * readout + pointer_weight * pointing
                 + pointer_place_weight * pointer_place)
-        # readout and pointer apply to rows with the target in view: None where the batch had none
-        return loss, [replies.item(), marking.item(), readout.item() if states else None,
+        # readout and pointer apply to rows with the target in view: None where the batch had none;
+        # a batch of route rows reports its loss as the route's, not the replies'
+        route = batch[0] >= replies_count
+        return loss, [None if route else replies.item(), marking.item() if marked.any() else None,
+                      readout.item() if states else None,
                       pointing.item() if pointer is not None and queries else None,
-                      pointer_place.item() if pointer_place_weight and queries else None]
+                      pointer_place.item() if pointer_place_weight and queries else None,
+                      replies.item() if route else None]
 
     def learning_rate_now(step: int, loop_started: float) -> float:
         done = [step / max_steps] if max_steps > 0 else []
@@ -344,7 +377,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                                 final_fraction=final_lr_fraction)
 
     model.train()
-    step, recent = 0, list[list[float | None]]()
+    step, recent, replies_loss = 0, list[list[float | None]](), 0.0
     stopped_by_budget = False
     loop_started = time.monotonic()
     while max_steps < 0 or step < max_steps:
@@ -353,22 +386,26 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
             break
         for group in optimiser.param_groups:
             group["lr"] = learning_rate_now(step, loop_started)
-        loss, parts = step_loss(batch_indices(rng, pool, teacher_count, len(rows), batch_size))
+        if route_share and rng.random() < route_share:
+            batch = rng.sample(range(replies_count, len(rows)), min(batch_size, len(rows) - replies_count))
+        else:
+            batch = batch_indices(rng, pool, teacher_count, replies_count, batch_size)
+        loss, parts = step_loss(batch)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimiser.step()
         optimiser.zero_grad()
         step += 1
         recent = (recent + [parts])[-100:]
+        replies_loss = parts[0] if parts[0] is not None else replies_loss
         if on_step is not None:
-            on_step(step, max_steps, parts[0] or 0.0)  # the replies' loss: every step has one
+            on_step(step, max_steps, replies_loss)  # the replies' loss (the last one, on a route step)
     model.eval()
     if pointer is not None:
         pointer.remove()
     final = save_model_folder(model, processor, model_dir, Path(out) / "final")
     # the last 100 steps' means, each over the steps its lesson applied to (0.0 where it never did)
-    applied = [[value for parts in recent if (value := parts[k]) is not None] for k in range(5)]
-    means = [sum(values) / max(1, len(values)) for values in applied]
+    names = ("replies", "marking", "readout", "pointer", "pointer_place", "route")
+    applied = [[value for parts in recent if (value := parts[k]) is not None] for k in range(len(names))]
     return TinyRun(final, step, round(time.monotonic() - started, 1), stopped_by_budget, len(rows),
-                   {"replies": round(means[0], 4), "marking": round(means[1], 4), "readout": round(means[2], 4),
-                    "pointer": round(means[3], 4), "pointer_place": round(means[4], 4)})
+                   {name: round(sum(values) / max(1, len(values)), 4) for name, values in zip(names, applied, strict=True)})

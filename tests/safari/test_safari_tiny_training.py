@@ -55,7 +55,7 @@ def test_rows_are_the_data_sources_compact_rows(tmp_path):
         "Thought: " + target_sentence([first.mission.targets[0]], first.position, visible_animals(first)))
 
 
-@pytest.mark.slow  # builds, warms up and trains a tiny Qwen3-VL (~40 s on one core)
+@pytest.mark.slow  # builds, warms up and trains a tiny Qwen3-VL (~50 s on one core)
 def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     from localqwen_safari.evaluation import Tally, evaluate_lockstep
     from localqwen_safari.learning import build_tiny_model
@@ -100,6 +100,21 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     assert all(row.features is features for row, features in zip(rows, encoded, strict=True))
     assert all(row.features is not None for row in own)
     assert more.steps == 3 and more.rows == run.rows + len(own) and (more.model / "config.json").is_file()
+    # the route lesson (route.py): its rows take their turn's view features, and its loss falls
+    from localqwen_safari.route import route_accuracy
+
+    routes: list = []
+    rows = tiny_rows(10, seed_start=TRAIN_SEED_START, routes=routes, route_questions=2)
+    routed = [train_tiny(run.model, tmp_path / f"route-{steps}", episodes=10, max_steps=steps, batch_size=8, rows=rows,
+                         route_rows=routes, route_share=0.5, seed=1) for steps in (6, 60)]
+    assert all(route.features is not None for route in routes)
+    assert {id(route.features) for route in routes} <= {id(row.features) for row in rows}
+    assert 0 < routed[1].losses["route"] < routed[0].losses["route"] and routed[1].losses["replies"] > 0
+    assert routed[1].rows == len(rows) + len(routes)
+    scores = route_accuracy(routed[1].model, routes, limit=16, batch=8)
+    assert scores["rows"] == 16 and all(0.0 <= scores[key] <= 1.0 for key in ("exact", "direction", "majority"))
+    with pytest.raises(ValueError, match="needs route rows"):
+        train_tiny(run.model, tmp_path / "no-routes", episodes=10, max_steps=1, rows=rows, route_share=0.5)
     merged = build_tiny_model(tmp_path / "merged", hidden=64, layers=3, vision_depth=1, corpus_episodes=5)
     with pytest.raises(ValueError, match="one image token per cell"):
         train_tiny(merged, tmp_path / "refused", episodes=1, max_steps=1)
@@ -117,12 +132,17 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
     assert args.oversample == 12  # the target's turns drawn 12 times as often: what taught the reply to place it
     assert bench.parse_args(["--marking", "--merge", "1", "--oversample", "3"]).oversample == 3
     assert bench.parse_args([]).oversample == 1  # the trainer's path: each turn once unless asked
+    assert args.route_questions == 0  # no route rows unless asked (route.py)
+    routed = bench.parse_args(["--marking", "--merge", "1", "--route-questions", "2", "--route-share", "0.3"])
+    assert (routed.route_questions, routed.route_share) == (2, 0.3)
     for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
                     ["--marking", "--merge", "1", "--dagger-rounds", "1", "--dagger-share", "1"],
                     ["--marking", "--merge", "1", "--final-lr-fraction", "1.5"],
                     ["--pointer-weight", "1"], ["--marking", "--merge", "1", "--pointer-weight", "-1"],
                     ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"],
-                    ["--marking", "--merge", "1", "--oversample", "0"]):
+                    ["--marking", "--merge", "1", "--oversample", "0"], ["--route-questions", "2"],
+                    ["--marking", "--merge", "1", "--route-questions", "-1"],
+                    ["--marking", "--merge", "1", "--route-questions", "2", "--route-share", "1"]):
         with pytest.raises(SystemExit):
             bench.parse_args(refused)
 

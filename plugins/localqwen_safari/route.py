@@ -1,0 +1,103 @@
+"""The route lesson: which move leads towards a place, asked of one view as a question of its own.
+
+A tiny model taught by the tour explores by heading for the waypoint on its notepad, whose bearing
+the context shows ("Waypoint (11, 26) [6 down 5 right]."). Trained on the replies alone it learned
+"go the way it mostly lies" and none of the detours round the water and rock in view (teacher-forced,
+its exploring direction was right exactly as often as the waypoint's farther axis is the tour's
+way: README, "The tour as teacher"). Finding the way on the view is one skill, the same for every
+bearing, and one view can be asked it many times over; the replies ask it once a turn at most. So,
+as the look taught reading the view (look.py), route rows ask it densely: "Way to 6 down 5 right?"
+before the view -> "I move right 4 steps." (the reply's own words for a move), the answer being
+the tour's move knowing only the cells in view (policies.view_route: the tour's own move on 95% of
+its exploring turns). The goals are random cells of the map, so the lesson covers every bearing.
+
+Route rows are training rows only: at play the reply is asked as always.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from localqwen_safari.bearings import bearing
+from localqwen_safari.policies import view_route
+from localqwen_safari.prompts import compact_user, system_prompt
+
+if TYPE_CHECKING:
+    from localqwen_safari.episode import Episode
+    from localqwen_safari.world import Cell
+
+QUESTION_PREFIX = "Way to "
+
+
+def route_question(here: Cell, goal: Cell) -> str:
+    """The route question for ``goal`` seen from ``here``: "Way to 6 down 5 right?"."""
+    return f"{QUESTION_PREFIX}{bearing(here, goal)}?"
+
+
+def route_answer(move: tuple[str, int]) -> str:
+    """A move in the words the replies state it: "I move right 4 steps."."""
+    direction, steps = move
+    return f"I move {direction} {steps} step{'s' if steps != 1 else ''}."
+
+
+def route_goals(episode: Episode, rng: random.Random, count: int) -> list[Cell]:
+    """``count`` distinct cells of the map other than where the agent stands, drawn by ``rng``."""
+    rows, cols = episode.world.size
+    cells = [(r, c) for r in range(rows) for c in range(cols) if (r, c) != episode.position]
+    return rng.sample(cells, min(count, len(cells)))
+
+
+def route_questions(episode: Episode, rng: random.Random, count: int) -> list[tuple[str, str]]:
+    """Up to ``count`` (question, answer) pairs on the episode's current view, for random goals
+    that a way leads to (policies.view_route)."""
+    pairs = []
+    for goal in route_goals(episode, rng, count):
+        move = view_route(episode, goal)
+        if move is not None:
+            pairs.append((route_question(episode.position, goal), route_answer(move)))
+    return pairs
+
+
+def route_messages(image: str, question: str, answer: str | None = None, prompt: str = "compact") -> list[dict[str, Any]]:
+    """A route row (with ``answer``) or the conversation that asks it: the question before the
+    view, as the compact profile puts the context before it, so every cell's token can read it."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt(prompt)},
+                                      {"role": "user", "content": compact_user(image, question)}]
+    if answer is not None:
+        messages.append({"role": "assistant", "content": answer})
+    return messages
+
+
+def route_accuracy(model: Any, rows: list[Any], *, limit: int = 600, batch: int = 50) -> dict[str, float]:
+    """How often ``model`` (a model folder) answers route rows (tiny_training.TinyRow, route.py's
+    rows: held-out views) as the tour would: the whole move (``exact``) and its direction alone
+    (``direction``), beside how often the commonest direction would be right (``majority``)."""
+    import tempfile
+    from collections import Counter
+    from pathlib import Path
+
+    from localqwen.runtime.engine import GenerationSettings
+    from localqwen.runtime.engine.transformers_backend import TransformersEngine
+    from localqwen_safari.policies import thought_moves
+
+    asked = [(row.view, row.messages[1]["content"][0]["text"], row.messages[-1]["content"]) for row in rows[:limit]]
+    if not asked:
+        raise ValueError("no route rows to ask")
+    exact = direction = 0
+    settings = GenerationSettings(max_new_tokens=12)
+    with tempfile.TemporaryDirectory(prefix="safari-route-") as folder, TransformersEngine(Path(model)) as engine:
+        for first in range(0, len(asked), batch):
+            group = asked[first:first + batch]
+            conversations = []
+            for number, (view, question, _) in enumerate(group):
+                image = Path(folder) / f"view-{first + number}.png"
+                image.write_bytes(view)
+                conversations.append(route_messages(str(image), question))
+            for (_, _, answer), result in zip(group, engine.chat_batch(conversations, settings=settings), strict=True):
+                said, wanted = thought_moves(result.text), thought_moves(answer)
+                exact += said == wanted
+                direction += bool(said) and said[0][0] == wanted[0][0]
+    commonest = Counter(thought_moves(answer)[0][0] for _, _, answer in asked).most_common(1)[0][1]
+    return {"rows": len(asked), "exact": round(exact / len(asked), 4), "direction": round(direction / len(asked), 4),
+            "majority": round(commonest / len(asked), 4)}
