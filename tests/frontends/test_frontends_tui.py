@@ -361,10 +361,10 @@ async def test_models_screen_shows_plan_catalog_and_saves_model_choice(app):
         assert "RAM" in report and "qwen3-0.6b" in report
         table = app.screen.query_one("#models-table", DataTable)
         assert "gemma-3-270m-gguf" in [str(key.value) for key in table.rows]
-        await wait_for(pilot, lambda: app.screen.query("#model-for-testplug"))
+        # the picker with its own parts mounted: a value set before its label exists cannot be shown
+        await wait_for(pilot, lambda: app.screen.query("#model-for-testplug #label"))
         app.screen.query_one("#model-for-testplug", Select).value = "qwen3-0.6b"
-        await pilot.pause(0.3)
-        assert app.bench.config.plugin_section("testplug")["model"] == "qwen3-0.6b"
+        await wait_for(pilot, lambda: app.bench.config.plugin_section("testplug").get("model") == "qwen3-0.6b")
 
 
 @async_test

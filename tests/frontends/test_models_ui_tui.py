@@ -135,7 +135,7 @@ async def test_model_pickers_offer_hub_cache_models_and_a_picked_folder(app, tin
     _hf_cache_with(cache, "someone/tiny-chat", tiny_qwen3_path)
     async with app.run_test(size=(150, 50)) as pilot:
         await pilot.press("f3")
-        await wait_for(pilot, lambda: app.screen.query("#model-for-chat"))
+        await wait_for(pilot, lambda: app.screen.query("#model-for-chat #label"))  # its own parts mounted too
         picker = app.screen.query_one("#model-for-chat", Select)
         values = [value for _label, value in picker._options]
         assert "qwen3-0.6b" in values  # the catalog
