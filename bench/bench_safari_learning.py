@@ -89,6 +89,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pointer-weight", type=float, default=0.0,
                         help="with --marking: the pointer lesson's weight (pointer.py: a second-layer head asked "
                              "to look at the target's image token while the Thought places it; 0: off)")
+    parser.add_argument("--pointer-place-weight", type=float, default=0.0,
+                        help="with --marking: the pointer head's output is asked for the row and col of the token it "
+                             "looks at (pointer.py; README \"The pointer lesson\"); 0: off")
     parser.add_argument("--route-questions", type=int, default=0,
                         help="with --marking: route rows (route.py: 'Way to 6 down 5 right?' before the view -> the "
                              "tour's move knowing only the view) asked on every training view; 0: none")
@@ -158,10 +161,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--route-questions are rows of the tiny loop: give --marking (and --merge 1)")
     if args.route_questions < 0 or not 0 <= args.route_share < 1:
         parser.error("--route-questions counts rows per view (0 or more); --route-share is a share of steps in 0..1")
-    if args.pointer_weight and not args.marking:
-        parser.error("--pointer-weight is a lesson of the tiny loop: give --marking (and --merge 1)")
-    if args.pointer_weight < 0 or args.readout_weight < 0 or args.marking_weight < 0:
-        parser.error("lesson weights (--marking-weight, --readout-weight, --pointer-weight) cannot be negative")
+    if (args.pointer_weight or args.pointer_place_weight) and not args.marking:
+        parser.error("--pointer-weight and --pointer-place-weight are lessons of the tiny loop: give --marking "
+                     "(and --merge 1)")
+    if min(args.pointer_weight, args.pointer_place_weight, args.readout_weight, args.marking_weight) < 0:
+        parser.error("lesson weights (--marking-weight, --readout-weight, --pointer-weight, --pointer-place-weight) "
+                     "cannot be negative")
     if not 0 <= args.final_lr_fraction <= 1:
         parser.error("--final-lr-fraction is a share of the starting learning rate: between 0 and 1")
     if not tiny and not (args.lora or args.qlora):
@@ -272,7 +277,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                   f"{(time.monotonic() - started) / 60:.1f} of {args.train_minutes:g} minutes", flush=True)
 
     lessons = {"seed": args.seed, "batch_size": args.batch_size, "marking_weight": args.marking_weight,
-               "readout_weight": args.readout_weight, "pointer_weight": args.pointer_weight, "oversample": args.oversample,
+               "readout_weight": args.readout_weight, "pointer_weight": args.pointer_weight,
+               "pointer_place_weight": args.pointer_place_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report,
                "route_rows": routes, "route_share": args.route_share if routes else 0.0}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0

@@ -133,6 +133,8 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
     assert bench.parse_args(["--marking", "--merge", "1", "--oversample", "3"]).oversample == 3
     assert bench.parse_args([]).oversample == 1  # the trainer's path: each turn once unless asked
     assert args.route_questions == 0  # no route rows unless asked (route.py)
+    assert args.pointer_place_weight == 0.0
+    assert bench.parse_args(["--marking", "--merge", "1", "--pointer-place-weight", "0.5"]).pointer_place_weight == 0.5
     routed = bench.parse_args(["--marking", "--merge", "1", "--route-questions", "2", "--route-share", "0.3"])
     assert (routed.route_questions, routed.route_share) == (2, 0.3)
     for refused in (["--marking"], ["--marking", "--merge", "1", "--look"],
@@ -141,6 +143,7 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
                     ["--pointer-weight", "1"], ["--marking", "--merge", "1", "--pointer-weight", "-1"],
                     ["--marking", "--merge", "1", "--model", "Qwen/Qwen3-VL-2B-Instruct", "--lora"],
                     ["--marking", "--merge", "1", "--oversample", "0"], ["--route-questions", "2"],
+                    ["--pointer-place-weight", "1"], ["--marking", "--merge", "1", "--pointer-place-weight", "-1"],
                     ["--marking", "--merge", "1", "--route-questions", "-1"],
                     ["--marking", "--merge", "1", "--route-questions", "2", "--route-share", "1"]):
         with pytest.raises(SystemExit):
