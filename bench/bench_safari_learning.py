@@ -95,6 +95,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--route-questions", type=int, default=0,
                         help="with --marking: route rows (route.py: 'Way to 6 down 5 right?' before the view -> the "
                              "tour's move knowing only the view) asked on every training view; 0: none")
+    parser.add_argument("--ask-route", action="store_true",
+                        help="with --route-questions: the route is also asked at play, for the place the notepad "
+                             "heads for, and the answer is a line of the reply's context (route.py); the reply "
+                             "rows hold the line a perfect answer gives")
     parser.add_argument("--route-share", type=float, default=0.25,
                         help="with --route-questions: the share of training steps that are a batch of route rows")
     parser.add_argument("--seed", type=int, default=0,
@@ -159,6 +163,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
     if args.route_questions and not args.marking:
         parser.error("--route-questions are rows of the tiny loop: give --marking (and --merge 1)")
+    if args.ask_route and not args.route_questions:
+        parser.error("--ask-route asks the route the model learned from route rows: give --route-questions too")
     if args.route_questions < 0 or not 0 <= args.route_share < 1:
         parser.error("--route-questions counts rows per view (0 or more); --route-share is a share of steps in 0..1")
     if (args.pointer_weight or args.pointer_place_weight) and not args.marking:
@@ -259,7 +265,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     views: list[tuple[bytes, list[int]]] = []
     routes: list[TinyRow] = []
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views, routes=routes,
-                     route_questions=args.route_questions)
+                     route_questions=args.route_questions, ask_route=args.ask_route)
     print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s"
           + (f", {len(routes)} route rows" if routes else ""), flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,
@@ -296,7 +302,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
         round_minutes = minutes_left() / (args.dagger_rounds - number + 1)
         new_rows, success = own_rows(trained, args.dagger_episodes, teacher=args.teacher,
                                      seed_start=DAGGER_SEED_START + (number - 1) * args.dagger_episodes,
-                                     batch_size=args.eval_batch, max_new_tokens=args.max_new_tokens)
+                                     batch_size=args.eval_batch, max_new_tokens=args.max_new_tokens,
+                                     ask_route=args.ask_route)
         own += new_rows
         played = (time.monotonic() - round_started) / 60
         print(f"DAgger round {number}: the model won {success:.1%} of {args.dagger_episodes} missions, "
@@ -380,7 +387,8 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
         missions = [mission_for_seed(kind, seed) for seed in range(EVAL_SEED_START, EVAL_SEED_START + seeds)]
         policy = ModelPolicy(engine, views, settings=settings, prompt=prompt, keep_replies=False,
                              blank_image=ablation.get("blank_image", False),
-                             hide_notepad=ablation.get("hide_notepad", False), look=args.look)
+                             hide_notepad=ablation.get("hide_notepad", False), look=args.look,
+                             route=args.ask_route)
         games.append(evaluate_lockstep(policy, missions, tally, batch_size=args.eval_batch, teacher=teacher))
     # One batch of each run in turn, so a time limit leaves every run with some finished episodes.
     live = list(range(len(plan)))
@@ -498,10 +506,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from localqwen_safari.dataset import generate
         from localqwen_safari.learning import move_accuracy
 
-        held = work / f"held-out-rows-{args.teacher}{'-look' if args.look else ''}"
+        held = work / (f"held-out-rows-{args.teacher}{'-look' if args.look else ''}"
+                       f"{'-route' if args.ask_route else ''}")
         if not (held / "conversations.jsonl").exists():
             for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt,
-                              teacher=args.teacher, look=args.look):
+                              teacher=args.teacher, look=args.look, route=args.ask_route):
                 pass
         if args.look:
             from localqwen_safari.learning import look_accuracy
@@ -531,7 +540,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         report["decisions_on_expert_states"] = decisions_on_expert_states(
             trained, seed_start=HELD_OUT_SEED_START, prompt=prompt, max_new_tokens=args.max_new_tokens,
-            teacher=args.teacher, look=args.look)
+            teacher=args.teacher, look=args.look, route=args.ask_route)
         print(f"its own replies on held-out {args.teacher} states (agreement with the {args.teacher}; noticed: the Thought "
               "says where the target is; placed: it says the place of a target in view exactly):", flush=True)
         for situation, scores in report["decisions_on_expert_states"].items():

@@ -41,6 +41,7 @@ from localqwen_safari.policies import (
     waypoint_text,
 )
 from localqwen_safari.render import render_view
+from localqwen_safari.route import true_route_line, with_route
 
 
 def honest_notepad(episode: Episode) -> str:
@@ -71,10 +72,11 @@ def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:
 
 
 def labelled_turns(policy: BatchPolicy, missions: Sequence[Mission], *, batch_size: int = 64,
-                   teacher: Policy = expert) -> Iterator[tuple[list[tuple[int, Turn]], list[Episode]]]:
+                   teacher: Policy = expert, route: bool = False) -> Iterator[tuple[list[tuple[int, Turn]], list[Episode]]]:
     """Play ``missions`` with ``policy`` in lockstep, ``batch_size`` at a time; for each batch, yield
     every state it met as a turn whose decision is :func:`expert_label` (asking ``teacher``), with the
-    index of its mission, and the batch's finished episodes."""
+    index of its mission, and the batch's finished episodes. ``route``: each turn's compact context
+    holds the route line a perfect route stage gives on it (route.true_route_line)."""
     for first in range(0, len(missions), batch_size):
         group = [Episode.start(mission) for mission in missions[first:first + batch_size]]
         turns: list[tuple[int, Turn]] = []
@@ -84,7 +86,8 @@ def labelled_turns(policy: BatchPolicy, missions: Sequence[Mission], *, batch_si
                 episode = group[index]
                 turns.append((first + index, Turn(
                     episode.turn + 1, episode.context_text(), render_view(episode), expert_label(episode, teacher), [],
-                    compact_context=episode.compact_context(), position=episode.position,
+                    compact_context=with_route(episode.compact_context(), true_route_line(episode) if route else ""),
+                    position=episode.position,
                     animals_in_view=visible_animals(episode), targets=look_targets(episode))))
             decisions = policy.decide([group[index] for index in live])
             for index, decision in zip(live, decisions, strict=True):

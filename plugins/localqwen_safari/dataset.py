@@ -23,6 +23,7 @@ from localqwen_safari.missions import KINDS, Mission, missions_in_turn
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, get_teacher
 from localqwen_safari.prompts import SYSTEM_PROMPT, compact_thought, compact_user, system_prompt
+from localqwen_safari.route import true_route_line, with_route
 from localqwen_safari.world import SPECIES, Cell
 
 DATASET_FILE = "dataset.jsonl"
@@ -40,7 +41,7 @@ TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
              seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
              grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert",
-             look: bool = False) -> Iterator[Any]:
+             look: bool = False, route: bool = False) -> Iterator[Any]:
     """Write ``episodes`` episodes of the ``teacher`` (``expert``, or ``sweeper``: policies.py);
     yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
@@ -57,9 +58,19 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     looks before it replies (look.py): each reply's context ends with the look line a perfect look
     gives, and after it come the look's own rows (:func:`look_rows`: the current target, and on
     some views another species in view, as the look must bind the asked species to its cells and
-    targets are in view on one turn in six)."""
+    targets are in view on one turn in six). ``route`` (compact profile): rows for a model asked the
+    route first (route.py): each compact context holds the route line a perfect route stage gives."""
     system_prompt(prompt)  # an unknown profile or teacher fails here, before any file is written
-    policy = get_teacher(teacher)
+    teacher_policy = get_teacher(teacher)
+    if route and prompt != "compact":
+        raise ValueError("route lines are written into the compact profile's rows: use prompt='compact'")
+    lines: list[str] = []
+
+    def policy(episode: Episode) -> Decision:  # the route line is read on the state the teacher sees
+        if route:
+            lines.append(true_route_line(episode))
+        return teacher_policy(episode)
+
     if episodes < 1:
         raise ValueError(f"episodes must be at least 1, got {episodes}")
     if oversample < 1:
@@ -89,6 +100,8 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 if look:
                     line = look_line(turn.targets, turn.position, turn.animals_in_view)
                     context, compact = with_look(context, line), with_look(compact, line)
+                if route:
+                    compact = with_route(compact, lines.pop())
                 write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
                            image_file=image_file, context=context, compact_context=compact,
                            decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,

@@ -263,7 +263,7 @@ def says_place(thought: str, target: str | None, here: tuple[int, int], in_view:
 def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_situation: int = 40,
                                prompt: str = "compact", max_new_tokens: int = 160,
                                max_episodes: int = 400, teacher: str = "expert",
-                               look: bool = False) -> dict[str, dict[str, float]]:
+                               look: bool = False, route: bool = False) -> dict[str, dict[str, float]]:
     """The model's own replies (generated, not teacher-forced) on states of the expert's episodes
     (seeds from ``seed_start``, both kinds), up to ``per_situation`` states for each situation of
     the expert's decision: per situation, the share whose action equals the expert's
@@ -276,7 +276,8 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     notice the target) and play (where its own
     earlier turns lead it off the expert's states), this shows whether the first decision, go for
     the target or explore, is made from the view. ``teacher``: whose episodes and decisions (the
-    expert's, or the sweeper's for a model trained on them). ``look``: the model looks first (look.py)."""
+    expert's, or the sweeper's for a model trained on them). ``look``: the model looks first (look.py);
+    ``route``: it is asked the route first (route.py)."""
     import copy
     import tempfile
 
@@ -303,7 +304,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     report: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="safari-decisions-") as views, TransformersEngine(model) as engine:
         policy = ModelPolicy(engine, Path(views), settings=GenerationSettings(max_new_tokens=max_new_tokens),
-                             prompt=prompt, keep_replies=False, look=look)
+                             prompt=prompt, keep_replies=False, look=look, route=route)
         for situation, items in sorted(states.items()):
             replies = policy.decide([episode for episode, _ in items])
             agreed = sum(reply.action() == decision.action() for reply, (_, decision) in zip(replies, items, strict=True))

@@ -19,6 +19,14 @@ from localqwen_safari.look import look_conversation, look_targets, pinned, with_
 from localqwen_safari.policies import Decision
 from localqwen_safari.prompts import compact_user, system_prompt
 from localqwen_safari.render import render_view
+from localqwen_safari.route import (
+    ROUTE_TOKENS,
+    route_goal,
+    route_line,
+    route_messages,
+    route_question,
+    with_route,
+)
 from localqwen_safari.world import SPECIES_LETTER
 
 if TYPE_CHECKING:
@@ -52,12 +60,13 @@ def text_view(episode: Episode) -> str:
 
 
 def model_messages(episode: Episode, *, image: str | None, hide_notepad: bool = False,
-                   prompt: str = "full", look: str = "") -> list[dict[str, Any]]:
+                   prompt: str = "full", look: str = "", route: str = "") -> list[dict[str, Any]]:
     """The conversation the model answers on one turn (the same shape the training rows have);
-    ``look``: what its look said this turn (look.py), the context's last line."""
+    ``look``: what its look said this turn (look.py), the context's last line; ``route``: what its
+    route stage said (route.py), the line before the compact context's last."""
     context = episode.context_text(show_notepad=not hide_notepad) if prompt == "full" else \
         episode.compact_context(show_notepad=not hide_notepad)
-    context = with_look(context, look)
+    context = with_look(with_route(context, route), look)
     if image is not None:
         user: Any = compact_user(image, context) if prompt == "compact" else \
             [{"type": "image", "image": image}, {"type": "text", "text": context}]
@@ -77,16 +86,24 @@ class ModelPolicy:
     in lockstep affordable (see :func:`localqwen_safari.evaluation.evaluate_lockstep`).
 
     ``look``: the model was trained to look before it replies (look.py); each turn it is first asked
-    where each target not yet found is, and its answers end the reply's context."""
+    where each target not yet found is, and its answers end the reply's context.
+
+    ``route``: the model was trained with the route asked first (route.py, compact profile): each
+    turn it is first asked the way to the place its notepad says it heads for, and its answer is a
+    line of the reply's context. With the notepad hidden nothing is asked (the place is read off it)."""
 
     def __init__(self, engine: Engine, image_dir: Path, *, settings: GenerationSettings | None = None,
                  cancel: CancelToken | None = None, blank_image: bool = False, hide_notepad: bool = False,
-                 prompt: str = "full", keep_replies: bool = True, look: bool = False) -> None:
+                 prompt: str = "full", keep_replies: bool = True, look: bool = False, route: bool = False) -> None:
         system_prompt(prompt)  # an unknown profile fails here, before any episode
         if look and not engine.supports_images:
             raise ValueError("the look stage asks about the view image; this engine reads the view as text, "
                              "so play it without --look")
+        if route and (prompt != "compact" or not engine.supports_images):
+            raise ValueError("the route stage is a question on the view image in the compact profile: play it "
+                             "with a vision model and --prompt compact")
         self.look = look
+        self.route = route
         self.engine = engine
         self.image_dir = Path(image_dir)
         self.settings = settings
@@ -98,6 +115,7 @@ class ModelPolicy:
         self.keep_replies = keep_replies
         self.replies: list[str] = []  # raw reply texts, for inspection
         self.looks: list[str] = []  # the look lines the replies were given (with ``look``)
+        self.routes: list[str] = []  # the route lines the replies were given (with ``route``)
 
     def __call__(self, episode: Episode) -> Decision:
         return self.decide([episode])[0]
@@ -106,8 +124,10 @@ class ModelPolicy:
         """Each episode's decision for its current turn, all asked in one batch."""
         views = [self._view_file(episode) for episode in episodes]
         looks = self._looks(episodes, views) if self.look else [""] * len(episodes)
+        routes = self._routes(episodes, views) if self.route and not self.hide_notepad else [""] * len(episodes)
         conversations = [model_messages(episode, image=view, hide_notepad=self.hide_notepad, prompt=self.prompt,
-                                        look=look) for episode, view, look in zip(episodes, views, looks, strict=True)]
+                                        look=look, route=route)
+                         for episode, view, look, route in zip(episodes, views, looks, routes, strict=True)]
         results = self._ask(conversations, tools=self.tools, settings=self.settings)
         decisions = []
         for result in results:
@@ -143,6 +163,27 @@ class ModelPolicy:
         lines = [" ".join(said) for said in answers]
         if self.keep_replies:
             self.looks.extend(lines)
+        return lines
+
+    def _routes(self, episodes: list[Episode], views: list[str | None]) -> list[str]:
+        """Each episode's route line: the model's answer to "Way to <bearing>?" for the place its
+        notepad says it heads for (route.route_goal), all in one batch; "" where there is none or
+        the answer states no single move."""
+        from dataclasses import replace
+
+        from localqwen.runtime.engine import GenerationSettings
+
+        asks = [(number, goal) for number, episode in enumerate(episodes)
+                if (goal := route_goal(episode)) is not None]
+        lines = [""] * len(episodes)
+        if asks:
+            short = replace(self.settings or GenerationSettings(), max_new_tokens=ROUTE_TOKENS)
+            results = self._ask([route_messages(str(views[number]), route_question(episodes[number].position, goal))
+                                 for number, goal in asks], tools=None, settings=short)
+            for (number, goal), result in zip(asks, results, strict=True):
+                lines[number] = route_line(episodes[number].position, goal, result.text.strip())
+        if self.keep_replies:
+            self.routes.extend(lines)
         return lines
 
     def _view_file(self, episode: Episode) -> str | None:

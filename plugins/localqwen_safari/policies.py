@@ -411,6 +411,17 @@ def notepad_waypoint(notepad: str) -> Cell | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def heading_waypoint(waypoint: Cell, here: Cell, size: tuple[int, int]) -> Cell:
+    """The waypoint the tour heads for when its notepad holds ``waypoint``: that one, or the round's
+    next once ``here`` is within reach of it (the round is the same for every map of a ``size``).
+    The tour itself also skips a waypoint it cannot reach; this reads only the notepad and where
+    the agent stands (what the route stage asks about, route.py)."""
+    round_ = tour_waypoints(size)
+    if waypoint in round_ and _within_reach_of_waypoint(here, waypoint):
+        return round_[(round_.index(waypoint) + 1) % len(round_)]
+    return waypoint
+
+
 def _within_reach_of_waypoint(a: Cell, b: Cell) -> bool:
     """Five cells or fewer in each axis: near enough that the view has shown most of what the
     waypoint's would, so the tour cuts the corner to the next one (seeds 1000-1299, find-one /

@@ -11,10 +11,15 @@ before the view -> "I move right 4 steps." (the reply's own words for a move), t
 the tour's move knowing only the cells in view (policies.view_route: the tour's own move on 95% of
 its exploring turns). The goals are random cells of the map, so the lesson covers every bearing.
 
-Route rows are training rows only: at play the reply is asked as always. Measured (README, "The
-route lesson"): the route is learned (75.3% of held-out route questions answered exactly as the tour
-would) but the replies' exploring moves are no better, and the run won less, so the bench leaves it
-off by default.
+Measured (README, "The route lesson"): as training rows alone the route is learned (75.3% of
+held-out route questions answered exactly as the tour would) but the replies' exploring moves are no
+better, and the run won less: a skill learned as a question of its own is not used in the middle of
+a reply. So, as the look does for the target, the route can also be *asked at play* (``ask route``):
+each turn the model is first asked the route to the place its notepad says it heads for
+(:func:`route_goal`), and its answer ends the reply's context ("Way to 6 down 5 right: I move right 4
+steps."), for the reply to copy. Training rows then hold the route a perfect answer gives
+(:func:`true_route_line`). Nothing of the map is given away: the place asked about is read off the
+notepad the agent wrote (a hidden notepad asks nothing), and the line holds only the model's answer.
 """
 
 from __future__ import annotations
@@ -23,7 +28,14 @@ import random
 from typing import TYPE_CHECKING, Any
 
 from localqwen_safari.bearings import bearing
-from localqwen_safari.policies import view_route
+from localqwen_safari.episode import MAX_STEPS
+from localqwen_safari.policies import (
+    heading_waypoint,
+    notepad_sightings,
+    notepad_waypoint,
+    thought_moves,
+    view_route,
+)
 from localqwen_safari.prompts import compact_user, system_prompt
 
 if TYPE_CHECKING:
@@ -31,6 +43,7 @@ if TYPE_CHECKING:
     from localqwen_safari.world import Cell
 
 QUESTION_PREFIX = "Way to "
+ROUTE_TOKENS = 12  # "I move right 4 steps." is 7 tokens of the tiny model's tokenizer
 
 
 def route_question(here: Cell, goal: Cell) -> str:
@@ -42,6 +55,50 @@ def route_answer(move: tuple[str, int]) -> str:
     """A move in the words the replies state it: "I move right 4 steps."."""
     direction, steps = move
     return f"I move {direction} {steps} step{'s' if steps != 1 else ''}."
+
+
+def route_goal(episode: Episode) -> Cell | None:
+    """The place the route stage asks about, read off the agent's notepad as the tour reads its
+    own: the nearest noted sighting of the current target, else the noted waypoint (the round's next
+    once within reach of it: policies.heading_waypoint). None when every target is found, nothing
+    is noted to head for, or the agent stands on it. Counted on the tour's episodes (200 missions),
+    the view-only route to it is the tour's own move on 91% of its exploring turns and 56% of its
+    walks back to a remembered target (the tour's way there rests on every cell it has seen)."""
+    target, here = episode.current_target, episode.position
+    if target is None:
+        return None
+    spots = [cell for species, cell in notepad_sightings(episode.notepad) if species == target]
+    if spots:
+        goal: Cell | None = min(spots, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
+    else:
+        waypoint = notepad_waypoint(episode.notepad)
+        goal = None if waypoint is None else heading_waypoint(waypoint, here, episode.world.size)
+    return None if goal == here else goal
+
+
+def route_line(here: Cell, goal: Cell, answer: str) -> str:
+    """The reply's context line for a route answer ("Way to 6 down 5 right: I move right 4 steps."),
+    or "" when the answer states no single move (a garbled answer adds nothing, never a half-line)."""
+    moves = thought_moves(answer[:80])
+    if len(moves) != 1 or not 1 <= moves[0][1] <= MAX_STEPS:
+        return ""
+    return f"{QUESTION_PREFIX}{bearing(here, goal)}: {route_answer(moves[0])}"
+
+
+def true_route_line(episode: Episode) -> str:
+    """The route line a perfect answer gives on the episode's current turn (training rows)."""
+    goal = route_goal(episode)
+    move = None if goal is None else view_route(episode, goal)
+    return "" if goal is None or move is None else route_line(episode.position, goal, route_answer(move))
+
+
+def with_route(context: str, line: str) -> str:
+    """The compact context with the route line before its last line ("Find: lion."), which stays
+    last so that the view's tokens right after it can read the species asked."""
+    if not line:
+        return context
+    head, _, last = context.rpartition("\n")
+    return f"{head}\n{line}\n{last}" if head else f"{line}\n{last}"
 
 
 def route_goals(episode: Episode, rng: random.Random, count: int) -> list[Cell]:

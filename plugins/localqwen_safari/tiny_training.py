@@ -84,43 +84,49 @@ def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]
     return marks, None if cell is None else (cell[0] - top, cell[1] - left)
 
 
-def tiny_row(turn: Turn) -> TinyRow:
-    """A turn (its view rendered) as a compact row with its labels: the data source's row, in memory."""
+def tiny_row(turn: Turn, route: str = "") -> TinyRow:
+    """A turn (its view rendered) as a compact row with its labels: the data source's row, in memory.
+    ``route``: the route line its context holds (route.with_route; for a model asked the route first)."""
     from localqwen_safari.dataset import compact_row
+    from localqwen_safari.route import with_route
 
     assert turn.view is not None
-    row = compact_row("view.png", turn.compact_context, turn.decision, turn.lead)
+    row = compact_row("view.png", with_route(turn.compact_context, route), turn.decision, turn.lead)
     marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
     return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
 
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
               views: list[tuple[bytes, list[int]]] | None = None, routes: list[TinyRow] | None = None,
-              route_questions: int = 0) -> list[TinyRow]:
+              route_questions: int = 0, ask_route: bool = False) -> list[TinyRow]:
     """The teacher's episodes as compact rows with their labels. Given a ``views`` list, also
     appends every view with its cell classes, as vision_warmup.collect_views gathers them (the same
     list for the expert's episodes), so the warm-up need not play the episodes again. Given a
-    ``routes`` list, appends ``route_questions`` route rows (route.py) on every view."""
+    ``routes`` list, appends ``route_questions`` route rows (route.py) on every view. ``ask_route``:
+    each reply's context holds the route line a perfect route stage gives (route.true_route_line)."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.policies import get_teacher
-    from localqwen_safari.route import route_messages
+    from localqwen_safari.route import route_messages, true_route_line
     from localqwen_safari.route import route_questions as questions_on
     from localqwen_safari.vision_warmup import turns_with_classes
 
     teacher_policy = get_teacher(teacher)
     asked: list[list[tuple[str, str]]] = []
+    lines: list[str] = []
 
-    def policy(episode: Episode) -> Any:  # the route questions are put on the state the teacher sees
+    def policy(episode: Episode) -> Any:  # route questions and lines are put on the state the teacher sees
         if routes is not None and route_questions:
             asked.append(questions_on(episode, random.Random(f"route-{episode.mission.id}-{episode.turn}"),
                                       route_questions))
+        if ask_route:
+            lines.append(true_route_line(episode))
         return teacher_policy(episode)
 
     rows = []
     for mission in missions_in_turn(episodes, seed_start):
         for turn, classes in turns_with_classes(Episode.start(mission), policy):
-            rows.append(tiny_row(turn))
+            rows.append(tiny_row(turn, lines.pop() if ask_route else ""))
             assert turn.view is not None
             if views is not None:
                 views.append((turn.view, classes))
@@ -131,11 +137,12 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
 
 
 def own_rows(model: Path, episodes: int, *, seed_start: int = DAGGER_SEED_START, teacher: str = "expert",
-             batch_size: int = 100, max_new_tokens: int = 128) -> tuple[list[TinyRow], float]:
+             batch_size: int = 100, max_new_tokens: int = 128, ask_route: bool = False) -> tuple[list[TinyRow], float]:
     """DAgger's rows for the tiny loop: ``model`` plays ``episodes`` missions (both kinds, seeds from
     ``seed_start``, away from the teacher's and the evaluation's) and every state it met becomes a
     row labelled by the teacher (dagger.expert_label). Returns the rows and the model's success rate
-    on these missions."""
+    on these missions. ``ask_route``: the model is asked the route first (route.py), and the rows'
+    contexts hold the route line a perfect answer gives."""
     import tempfile
 
     from localqwen.runtime.engine import GenerationSettings
@@ -150,8 +157,9 @@ def own_rows(model: Path, episodes: int, *, seed_start: int = DAGGER_SEED_START,
     rows, successes = [], 0
     with tempfile.TemporaryDirectory(prefix="safari-own-") as views, TransformersEngine(model) as engine:
         policy = ModelPolicy(engine, Path(views), settings=GenerationSettings(max_new_tokens=max_new_tokens),
-                             prompt="compact", keep_replies=False)
-        for turns, group in labelled_turns(policy, missions, batch_size=batch_size, teacher=labeller):
+                             prompt="compact", keep_replies=False, route=ask_route)
+        for turns, group in labelled_turns(policy, missions, batch_size=batch_size, teacher=labeller,
+                                           route=ask_route):
             rows += [tiny_row(turn) for _, turn in turns]
             successes += sum(episode.success for episode in group)
     return rows, successes / max(1, episodes)

@@ -37,3 +37,25 @@ def short_walk() -> tuple[int, list[str]]:
                     previous[nxt] = (cell, direction)
                     queue.append(nxt)
     raise AssertionError("no seed of 0-39 with a short walk")
+
+
+class _Recording:
+    """A real engine, with the conversations it was asked kept for the test to read."""
+
+    def __init__(self, engine):
+        self.engine, self.asked = engine, []
+        self.supports_images = engine.supports_images
+
+    def chat_batch(self, conversations, **kwargs):
+        self.asked.append(conversations)
+        return self.engine.chat_batch(conversations, **kwargs)
+
+    def chat(self, messages, **kwargs):
+        self.asked.append([messages])
+        return self.engine.chat(messages, **kwargs)
+
+
+@pytest.fixture
+def recording():
+    """Wraps a real engine so a test can read what a policy asked it (``.asked``: each call's conversations)."""
+    return _Recording

@@ -91,30 +91,14 @@ def test_a_text_engine_cannot_look(tiny_qwen3_path, tmp_path):
         ModelPolicy(engine, tmp_path, look=True)
 
 
-class Recording:
-    """The real engine, with the conversations it was asked kept for the test to read."""
-
-    def __init__(self, engine):
-        self.engine, self.asked = engine, []
-        self.supports_images = engine.supports_images
-
-    def chat_batch(self, conversations, **kwargs):
-        self.asked.append(conversations)
-        return self.engine.chat_batch(conversations, **kwargs)
-
-    def chat(self, messages, **kwargs):
-        self.asked.append([messages])
-        return self.engine.chat(messages, **kwargs)
-
-
-def test_a_looking_policy_asks_where_each_target_is_before_its_reply(tiny_qwen3_vl_path, tmp_path):
+def test_a_looking_policy_asks_where_each_target_is_before_its_reply(tiny_qwen3_vl_path, tmp_path, recording):
     """Random weights: what it answers is noise, but the order of questions and where the answers go
     is what is tested (a trained look is measured by bench_safari_learning.py --look)."""
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
 
     with TransformersEngine(tiny_qwen3_vl_path) as real:
-        engine = Recording(real)
+        engine = recording(real)
         policy = ModelPolicy(engine, tmp_path, settings=GenerationSettings(max_new_tokens=8), prompt="compact",
                              look=True)
         episodes = [Episode.start(MISSION), Episode.start(mission_for_seed("find-one", 3))]
