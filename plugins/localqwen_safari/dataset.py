@@ -225,11 +225,11 @@ def register_data_source(extensions) -> None:
 def build_safari_data(out_dir: Path, *, episodes: int = 200, kind: str = "both",
                       seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
                       grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert",
-                      look: bool = False) -> Path:
+                      look: bool = False, route: bool = False) -> Path:
     """The trainer data source ``safari``: the teacher's episodes -> ``conversations.jsonl`` (the train file)."""
     stream = generate(Path(out_dir), episodes, kind=kind, seed_start=seed_start, prompt=prompt,
                       oversample=oversample, grounding=grounding, grounding_apart=grounding_apart, teacher=teacher,
-                      look=look)
+                      look=look, route=route)
     try:
         while True:
             next(stream)

@@ -197,7 +197,7 @@ class ModelPolicy:
 
 
 def engine_policy(ctx: Context, image_dir: Path, *, model: str = "", adapter: str | None = None,
-                  prompt: str = "full", max_new_tokens: int = 256, look: bool = False,
+                  prompt: str = "full", max_new_tokens: int = 256, look: bool = False, route: bool = False,
                   **ablation: bool) -> ModelPolicy:
     """A :class:`ModelPolicy` on the engine ``ctx`` loads for ``model`` (empty: the configured
     vision model) with ``adapter``; what the CLI, the TUI and the web view all play with. A text-only
@@ -211,4 +211,5 @@ def engine_policy(ctx: Context, image_dir: Path, *, model: str = "", adapter: st
             raise
         engine = ctx.engine(model, adapter=adapter or None, task="text")
     return ModelPolicy(engine, image_dir, settings=GenerationSettings(max_new_tokens=max_new_tokens),
-                       cancel=ctx.cancel, prompt=prompt, keep_replies=False, look=look, **ablation)
+                       cancel=ctx.cancel, prompt=prompt, keep_replies=False, look=look, route=route,
+                       **ablation)

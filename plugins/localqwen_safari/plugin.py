@@ -38,6 +38,10 @@ class PlayForm(Form):
     look: bool = field(False, label="Look first", advanced=True,
                        help="For --policy model: a model trained to look first (generate --look) is asked where "
                             "each target is before its reply.")
+    route: bool = field(False, label="Route first", advanced=True,
+                        help="For --policy model with --prompt compact: a model trained with the route asked first "
+                             "(the learning bench's --ask-route, generate --route) is asked the way to the place its "
+                             "notepad heads for before its reply.")
 
 
 class ReplayForm(Form):
@@ -74,6 +78,10 @@ class GenerateForm(Form):
     look: bool = field(False, label="Look rows", advanced=True,
                        help="For a model that looks before it replies: each reply's context ends with where the "
                             "targets are in view, and look rows ('Where is the lion?' before the view) follow it.")
+    route: bool = field(False, label="Route lines", advanced=True,
+                        help="With --prompt compact, for a model asked the route first: each reply's context holds "
+                             "the way to the place its notepad heads for ('Way to 6 down 5 right: I move right 4 "
+                             "steps.'), as a perfect route answer gives it.")
 
 
 class WarmupForm(Form):
@@ -136,6 +144,10 @@ class EvaluateForm(Form):
     look: bool = field(False, label="Look first", advanced=True,
                        help="For --policy model: a model trained to look first (generate --look) is asked where "
                             "each target is before its reply.")
+    route: bool = field(False, label="Route first", advanced=True,
+                        help="For --policy model with --prompt compact: a model trained with the route asked first "
+                             "(the learning bench's --ask-route, generate --route) is asked the way to the place its "
+                             "notepad heads for before its reply.")
     batch_size: int = field(64, label="Episodes per batch", ge=1, le=4096, advanced=True,
                             help="The model plays this many episodes in lockstep, one batched generate per turn.")
     teacher: TeacherName = field("expert", label="Agreement with", advanced=True,
@@ -246,7 +258,7 @@ class Safari(Plugin):
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
                                                 prompt=form.prompt, oversample=form.oversample,
                                                 grounding=form.grounding, grounding_apart=form.grounding_apart,
-                                                teacher=form.teacher, look=form.look), ctx)
+                                                teacher=form.teacher, look=form.look, route=form.route), ctx)
         yield ev.FileWritten(path=summary["dataset"], description=f"{form.teacher} turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         if summary.get("grounding"):
@@ -408,7 +420,8 @@ def _model_policy(form: PlayForm | EvaluateForm, ctx: Context, image_dir: Path, 
     from localqwen_safari.model_policy import engine_policy
 
     return engine_policy(ctx, image_dir, model=form.model, adapter=str(form.adapter) if form.adapter else None,
-                         prompt=form.prompt, max_new_tokens=form.max_new_tokens, look=form.look, **ablation)
+                         prompt=form.prompt, max_new_tokens=form.max_new_tokens, look=form.look,
+                         route=form.route, **ablation)
 
 
 def _pick_mission(form: PlayForm) -> Any:

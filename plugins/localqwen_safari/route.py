@@ -15,7 +15,7 @@ Measured (README, "The route lesson"): as training rows alone the route is learn
 held-out route questions answered exactly as the tour would) but the replies' exploring moves are no
 better, and the run won less: a skill learned as a question of its own is not used in the middle of
 a reply. So, as the look does for the target, the route can also be *asked at play* (``ask route``):
-each turn the model is first asked the route to the place its notepad says it heads for
+each turn the model is first asked the route to the waypoint its notepad says it heads for
 (:func:`route_goal`), and its answer ends the reply's context ("Way to 6 down 5 right: I move right 4
 steps."), for the reply to copy. Training rows then hold the route a perfect answer gives
 (:func:`true_route_line`). Nothing of the map is given away: the place asked about is read off the
@@ -31,7 +31,6 @@ from localqwen_safari.bearings import bearing
 from localqwen_safari.episode import MAX_STEPS
 from localqwen_safari.policies import (
     heading_waypoint,
-    notepad_sightings,
     notepad_waypoint,
     thought_moves,
     view_route,
@@ -59,21 +58,20 @@ def route_answer(move: tuple[str, int]) -> str:
 
 def route_goal(episode: Episode) -> Cell | None:
     """The place the route stage asks about, read off the agent's notepad as the tour reads its
-    own: the nearest noted sighting of the current target, else the noted waypoint (the round's next
-    once within reach of it: policies.heading_waypoint). None when every target is found, nothing
-    is noted to head for, or the agent stands on it. Counted on the tour's episodes (200 missions),
-    the view-only route to it is the tour's own move on 91% of its exploring turns and 56% of its
-    walks back to a remembered target (the tour's way there rests on every cell it has seen)."""
-    target, here = episode.current_target, episode.position
-    if target is None:
+    own: the noted waypoint, or the round's next one once within reach of it
+    (policies.heading_waypoint). None while a target is left to find and no waypoint is noted, when
+    every target is found, or where the agent stands on it. Counted on the tour's episodes (200
+    missions), the view-only route to it is the tour's own move on 91% of its exploring turns.
+
+    Not a noted sighting of the target (tried first, README "The route lesson"): a route line whose
+    bearing is the target's taught the replies to read the target's place off that line instead of
+    the view, and in play, where the model notes sightings at wrong cells, it walked to them and
+    declared finds there (99% of its finds false)."""
+    if episode.current_target is None:
         return None
-    spots = [cell for species, cell in notepad_sightings(episode.notepad) if species == target]
-    if spots:
-        goal: Cell | None = min(spots, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
-    else:
-        waypoint = notepad_waypoint(episode.notepad)
-        goal = None if waypoint is None else heading_waypoint(waypoint, here, episode.world.size)
-    return None if goal == here else goal
+    waypoint = notepad_waypoint(episode.notepad)
+    goal = None if waypoint is None else heading_waypoint(waypoint, episode.position, episode.world.size)
+    return None if goal == episode.position else goal
 
 
 def route_line(here: Cell, goal: Cell, answer: str) -> str:

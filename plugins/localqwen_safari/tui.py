@@ -29,7 +29,7 @@ from localqwen.tui.widgets.image_block import half_block_strips
 from localqwen.vocabulary.cancel import Cancelled, CancelToken
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
-from localqwen_safari.watching import PROFILES, WATCHABLE, LiveGame, ModelChoice, split_profile, turns_so_far
+from localqwen_safari.watching import PROFILES, WATCHABLE, LiveGame, ModelChoice, profile_fields, turns_so_far
 
 SPEEDS = (2.0, 1.0, 0.5, 0.25, 0.1)  # seconds per turn while playing
 VIEW_CELL_PX, MAP_CELL_PX = 16, 8  # render.py's sizes: one cell of the view / map image
@@ -195,10 +195,9 @@ class SafariScreen(Screen[None]):
             self._say("Reply tokens must be between 8 and 4096.", error=True)
             return
         policy, kind = str(self.query_one("#policy", Select).value), str(self.query_one("#kind", Select).value)
-        prompt, look = split_profile(str(self.query_one("#prompt", Select).value))
         choice = ModelChoice(model=self.query_one("#model", Input).value.strip(),
-                             adapter=self.query_one("#adapter", Input).value.strip(),
-                             prompt=prompt, max_new_tokens=tokens, look=look)
+                             adapter=self.query_one("#adapter", Input).value.strip(), max_new_tokens=tokens,
+                             **profile_fields(str(self.query_one("#prompt", Select).value)))
         who = f"the model ({choice.describe()})" if policy == "model" else policy
         self._stop_live()
         self.playing = False

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from localqwen_safari.missions import Mission
 from localqwen_safari.replay import Frame, record_play
@@ -24,14 +24,17 @@ SCRIPTED = ("expert", "sweeper", "tour", "greedy", "random")
 WATCHABLE = (*SCRIPTED, "model")
 
 
-# The TUI's and the web view's "prompt profile" choices: a profile, and whether the model looks first.
-PROFILES = (("full prompt", "full"), ("compact prompt", "compact"), ("compact prompt, looks first", "compact+look"))
+# The TUI's and the web view's "prompt profile" choices: a profile, and whether the model looks first
+# (look.py) or is asked the route first (route.py).
+PROFILES = (("full prompt", "full"), ("compact prompt", "compact"), ("compact prompt, looks first", "compact+look"),
+            ("compact prompt, asks the route first", "compact+route"))
 
 
-def split_profile(value: str) -> tuple[str, bool]:
-    """A profile choice ("compact+look") as the prompt profile and the look flag."""
-    prompt, _, look = (value or "full").partition("+")
-    return prompt, look == "look"
+def profile_fields(value: str) -> dict[str, Any]:
+    """A profile choice ("compact+look") as :class:`ModelChoice`'s fields: the prompt profile and
+    the look and route flags."""
+    prompt, _, stage = (value or "full").partition("+")
+    return {"prompt": prompt, "look": stage == "look", "route": stage == "route"}
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,7 @@ class ModelChoice:
     prompt: str = "full"  # the prompt profile it was trained with
     max_new_tokens: int = 256
     look: bool = False  # trained to look first (look.py; the CLI's --look)
+    route: bool = False  # trained to be asked the route first (route.py; the CLI's --route)
 
     def describe(self) -> str:
         name = Path(self.model).name if self.model else "the configured vision model"
@@ -99,4 +103,4 @@ class LiveGame:
         choice = self.model
         return engine_policy(self.context, self.outputs_dir / "model-views", model=choice.model,
                              adapter=choice.adapter or None, prompt=choice.prompt,
-                             max_new_tokens=choice.max_new_tokens, look=choice.look)
+                             max_new_tokens=choice.max_new_tokens, look=choice.look, route=choice.route)

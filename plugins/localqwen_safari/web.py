@@ -16,7 +16,7 @@ from typing import Any
 
 from localqwen_safari.human import HumanPlay, HumanState
 from localqwen_safari.replay import Frame
-from localqwen_safari.watching import PROFILES, WATCHABLE, LiveGame, ModelChoice, split_profile, turns_so_far
+from localqwen_safari.watching import PROFILES, WATCHABLE, LiveGame, ModelChoice, profile_fields, turns_so_far
 
 SCALE = 2  # the pictures are small (160 and 256 px): doubled, pixel for pixel, for the page
 
@@ -63,9 +63,8 @@ class SafariWeb:
         failure mid-game, is said where the turn's text goes and keeps what was shown."""
         from localqwen_safari.missions import mission_for_seed
 
-        profile, look = split_profile(prompt or "full")
-        choice = ModelChoice(model=(model or "").strip(), adapter=(adapter or "").strip(), prompt=profile,
-                             max_new_tokens=int(max_new_tokens or 256), look=look)
+        choice = ModelChoice(model=(model or "").strip(), adapter=(adapter or "").strip(),
+                             max_new_tokens=int(max_new_tokens or 256), **profile_fields(prompt or "full"))
         if policy == "model" and self.context is None:
             yield self._problem(viewer, "This page cannot load models (no app context).")
             return

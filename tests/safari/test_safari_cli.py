@@ -136,3 +136,27 @@ def test_evaluate_a_model_with_its_ablations(tmp_path, tiny_qwen3_path):
     # an untrained model writes no usable call: its turns are wasted, and greedy does better
     assert runs["model"]["success_rate"] == 0.0 and runs["model"]["avg_turns_all"] == 2
     assert runs["greedy"]["valid_tool_calls"] == 1.0
+
+
+def test_the_route_stage_from_the_cli(tmp_path, tiny_qwen3_vl_path):
+    """generate --route writes the route lines into compact rows (a full-profile request fails
+    clearly); play --route asks a vision model the way first and plays on (random weights: its
+    answers are noise, the turns run all the same)."""
+    events = _events(runner.invoke(app, ["run", "safari", "generate", "--episodes", "2", "--teacher", "tour",
+                                         "--prompt", "compact", "--route", "--output-dir", str(tmp_path / "rows"),
+                                         "--json"]))
+    assert events[-1]["status"] == "ok"
+    texts = [json.loads(line)["messages"][1]["content"][0]["text"]
+             for line in (tmp_path / "rows" / "conversations.jsonl").read_text().splitlines()]
+    assert any("\nWay to " in text for text in texts)
+    failed = runner.invoke(app, ["run", "safari", "generate", "--episodes", "1", "--route",
+                                 "--output-dir", str(tmp_path / "full"), "--json"])
+    assert "prompt='compact'" in failed.stdout
+    missions = tmp_path / "m.jsonl"
+    missions.write_text(json.dumps({"id": "short", "kind": "find-one", "targets": ["zebra"],
+                                    "map": ["Z.....", "......"], "start": [1, 4], "max_turns": 2}) + "\n")
+    events = _events(runner.invoke(app, ["run", "safari", "play", "--policy", "model", "--model",
+                                         str(tiny_qwen3_vl_path), "--prompt", "compact", "--route",
+                                         "--max-new-tokens", "8", "--missions", str(missions),
+                                         "--output-dir", str(tmp_path / "out"), "--json"]))
+    assert events[-1]["status"] == "ok" and events[-1]["result"]["turns"] == 2

@@ -116,10 +116,11 @@ def test_a_looking_policy_asks_where_each_target_is_before_its_reply(tiny_qwen3_
 
 
 def test_the_watch_views_offer_a_looking_profile():
-    from localqwen_safari.watching import PROFILES, split_profile
+    from localqwen_safari.watching import PROFILES, profile_fields
 
-    assert [split_profile(value) for _, value in PROFILES] == [("full", False), ("compact", False), ("compact", True)]
-    assert split_profile("") == ("full", False)
+    assert [tuple(profile_fields(value).values()) for _, value in PROFILES] == \
+        [("full", False, False), ("compact", False, False), ("compact", True, False), ("compact", False, True)]
+    assert profile_fields("") == {"prompt": "full", "look": False, "route": False}
 
 
 def test_look_accuracy_scores_the_look_rows_of_a_folder(tmp_path):

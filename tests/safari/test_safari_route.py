@@ -106,10 +106,10 @@ def test_the_route_is_asked_for_the_place_the_notepad_heads_for():
     assert route_goal(_with_notepad(f"Waypoint ({far[0]}, {far[1]}).")) == far
     # within reach of the noted waypoint: the round's next one, as the tour goes on
     assert route_goal(_with_notepad(f"Waypoint ({round_[0][0]}, {round_[0][1]}).", start=round_[0])) == round_[1]
-    # a noted sighting of the current target comes first, the nearest of them; another species' does not count
+    # the waypoint, never a noted sighting (the target's place is read off the view)
     noted = "Seen: zebra at (20, 20); zebra at (6, 3); lion at (3, 3). Waypoint (4, 11)."
-    assert route_goal(_with_notepad(noted)) == (6, 3)
-    assert route_goal(_with_notepad("Seen: lion at (3, 3). Waypoint (4, 11).")) == (4, 11)
+    assert route_goal(_with_notepad(noted)) == (4, 11)
+    assert route_goal(_with_notepad("Seen: zebra at (6, 3).")) is None
     finished = _with_notepad(noted)
     finished.found.append("zebra")
     assert route_goal(finished) is None  # every target found
@@ -187,11 +187,11 @@ def test_a_routing_policy_asks_the_way_before_its_reply(tiny_qwen3_vl_path, tiny
         engine = recording(real)
         policy = ModelPolicy(engine, tmp_path, settings=GenerationSettings(max_new_tokens=8), prompt="compact",
                              route=True)
-        episodes = [_with_notepad("Waypoint (4, 11)."), _with_notepad(""), _with_notepad("Seen: zebra at (6, 3).")]
+        episodes = [_with_notepad("Waypoint (4, 11)."), _with_notepad(""), _with_notepad("Waypoint (12, 4).")]
         assert len(policy.decide(episodes)) == 3
         asked, replied = engine.asked
         assert [conversation[1]["content"][0]["text"] for conversation in asked] == \
-            ["Way to 2 down 9 right?", "Way to 4 down 1 right?"]  # the episode with nothing noted is not asked
+            ["Way to 2 down 9 right?", "Way to 10 down 2 right?"]  # the episode with nothing noted is not asked
         assert len(policy.routes) == 3 and policy.routes[1] == ""
         for episode, route, conversation in zip(episodes, policy.routes, replied, strict=True):
             assert conversation == model_messages(episode, image=conversation[1]["content"][1]["image"],
