@@ -358,9 +358,9 @@ def view_route(episode: Episode, goal: Cell) -> tuple[str, int] | None:
     counted open): the longest move on a fewest-turns way. None when ``goal`` is where the agent
     stands or no way is open. What the route lesson asks of a learner (route.py): one view and one
     bearing hold all it needs, and on the tour's exploring turns it is the tour's own move on 95%
-    of them (the tour also remembers cells seen earlier)."""
+    of them (the tour also remembers cells seen earlier). None too for a goal off the map."""
     here = episode.position
-    if goal == here:
+    if goal == here or not episode.world.inside(goal):
         return None
     from_goal = _turn_search(episode, optimistic=True, start=goal, known=set(episode.view_cells()))
     if here not in from_goal:

@@ -26,6 +26,7 @@ def test_the_way_goes_round_water_in_view():
     assert view_route(walled, (2, 8)) == ("down", 3)
     assert view_route(_episode([row.replace("~", ".") for row in WALLED], (2, 2)), (2, 8)) == ("right", 4)
     assert view_route(walled, (2, 2)) is None  # no way to where it stands
+    assert view_route(walled, (2, 40)) is None  # nor off the map
     # walled in: no way at all
     assert view_route(_episode(["~~~.....", "~.~.....", "~~~....Z"], (1, 1)), (1, 6)) is None
 
@@ -98,7 +99,7 @@ def _with_notepad(notepad: str, start: tuple[int, int] = (2, 2), targets: tuple[
 
 def test_the_route_is_asked_for_the_place_the_notepad_heads_for():
     from localqwen_safari.policies import tour_waypoints
-    from localqwen_safari.route import route_goal
+    from localqwen_safari.route import route_goal, true_route_line
 
     round_ = tour_waypoints((32, 32))
     assert route_goal(_with_notepad("")) is None  # nothing noted: nothing to ask
@@ -110,6 +111,9 @@ def test_the_route_is_asked_for_the_place_the_notepad_heads_for():
     noted = "Seen: zebra at (20, 20); zebra at (6, 3); lion at (3, 3). Waypoint (4, 11)."
     assert route_goal(_with_notepad(noted)) == (4, 11)
     assert route_goal(_with_notepad("Seen: zebra at (6, 3).")) is None
+    # a waypoint a model noted off the map asks nothing (and has no route: found by a bench run's DAgger round)
+    off_map = _with_notepad("Waypoint (40, 12).")
+    assert route_goal(off_map) is None and true_route_line(off_map) == ""
     finished = _with_notepad(noted)
     finished.found.append("zebra")
     assert route_goal(finished) is None  # every target found
