@@ -96,7 +96,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="with --marking: route rows (route.py: 'Way to 6 down 5 right?' before the view -> the "
                              "tour's move knowing only the view) asked on every training view; 0: none")
     parser.add_argument("--ask-route", action="store_true",
-                        help="with --route-questions: the route is also asked at play, for the place the notepad "
+                        help="with --route-questions: the route is also asked at play, for the waypoint the notepad "
                              "heads for, and the answer is a line of the reply's context (route.py); the reply "
                              "rows hold the line a perfect answer gives")
     parser.add_argument("--route-share", type=float, default=0.25,

@@ -89,8 +89,8 @@ class ModelPolicy:
     where each target not yet found is, and its answers end the reply's context.
 
     ``route``: the model was trained with the route asked first (route.py, compact profile): each
-    turn it is first asked the way to the place its notepad says it heads for, and its answer is a
-    line of the reply's context. With the notepad hidden nothing is asked (the place is read off it)."""
+    turn it is first asked the way to the waypoint its notepad says it heads for, and its answer is a
+    line of the reply's context. With the notepad hidden nothing is asked (the waypoint is read off it)."""
 
     def __init__(self, engine: Engine, image_dir: Path, *, settings: GenerationSettings | None = None,
                  cancel: CancelToken | None = None, blank_image: bool = False, hide_notepad: bool = False,
@@ -166,7 +166,7 @@ class ModelPolicy:
         return lines
 
     def _routes(self, episodes: list[Episode], views: list[str | None]) -> list[str]:
-        """Each episode's route line: the model's answer to "Way to <bearing>?" for the place its
+        """Each episode's route line: the model's answer to "Way to <bearing>?" for the waypoint its
         notepad says it heads for (route.route_goal), all in one batch; "" where there is none or
         the answer states no single move."""
         from dataclasses import replace

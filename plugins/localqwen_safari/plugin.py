@@ -40,7 +40,7 @@ class PlayForm(Form):
                             "each target is before its reply.")
     route: bool = field(False, label="Route first", advanced=True,
                         help="For --policy model with --prompt compact: a model trained with the route asked first "
-                             "(the learning bench's --ask-route, generate --route) is asked the way to the place its "
+                             "(the learning bench's --ask-route, generate --route) is asked the way to the waypoint its "
                              "notepad heads for before its reply.")
 
 
@@ -80,7 +80,7 @@ class GenerateForm(Form):
                             "targets are in view, and look rows ('Where is the lion?' before the view) follow it.")
     route: bool = field(False, label="Route lines", advanced=True,
                         help="With --prompt compact, for a model asked the route first: each reply's context holds "
-                             "the way to the place its notepad heads for ('Way to 6 down 5 right: I move right 4 "
+                             "the way to the waypoint its notepad heads for ('Way to 6 down 5 right: I move right 4 "
                              "steps.'), as a perfect route answer gives it.")
 
 
@@ -146,7 +146,7 @@ class EvaluateForm(Form):
                             "each target is before its reply.")
     route: bool = field(False, label="Route first", advanced=True,
                         help="For --policy model with --prompt compact: a model trained with the route asked first "
-                             "(the learning bench's --ask-route, generate --route) is asked the way to the place its "
+                             "(the learning bench's --ask-route, generate --route) is asked the way to the waypoint its "
                              "notepad heads for before its reply.")
     batch_size: int = field(64, label="Episodes per batch", ge=1, le=4096, advanced=True,
                             help="The model plays this many episodes in lockstep, one batched generate per turn.")
