@@ -86,14 +86,18 @@ def route_line(here: Cell, goal: Cell, answer: str) -> str:
     moves = thought_moves(answer[:80])
     if len(moves) != 1 or not 1 <= moves[0][1] <= MAX_STEPS:
         return ""
-    return f"{QUESTION_PREFIX}{bearing(here, goal)}: {route_answer(moves[0])}"
+    return _line(here, goal, moves[0])
+
+
+def _line(here: Cell, goal: Cell, move: tuple[str, int]) -> str:
+    return f"{QUESTION_PREFIX}{bearing(here, goal)}: {route_answer(move)}"
 
 
 def true_route_line(episode: Episode) -> str:
     """The route line a perfect answer gives on the episode's current turn (training rows)."""
     goal = route_goal(episode)
     move = None if goal is None else view_route(episode, goal)
-    return "" if goal is None or move is None else route_line(episode.position, goal, route_answer(move))
+    return "" if goal is None or move is None else _line(episode.position, goal, move)
 
 
 def with_route(context: str, line: str) -> str:
