@@ -101,6 +101,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "rows hold the line a perfect answer gives")
     parser.add_argument("--route-share", type=float, default=0.25,
                         help="with --route-questions: the share of training steps that are a batch of route rows")
+    parser.add_argument("--slips", type=float, default=0.0,
+                        help="with --marking: the share of the teacher's exploring turns that play a learner's "
+                             "mistake instead (slips.py: a push into the way, the last move undone, any move); its "
+                             "rows keep the teacher's decisions, so they show how to recover; 0: none")
     parser.add_argument("--seed", type=int, default=0,
                         help="the tiny model's random start; with --marking also its warm-up's and its training "
                              "batches' order: runs of one recipe with different seeds show how far results spread")
@@ -167,6 +171,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--ask-route asks the route the model learned from route rows: give --route-questions too")
     if args.route_questions < 0 or not 0 <= args.route_share < 1:
         parser.error("--route-questions counts rows per view (0 or more); --route-share is a share of steps in 0..1")
+    if args.slips and not args.marking or not 0 <= args.slips < 1:
+        parser.error("--slips is a share of the teacher's exploring turns in [0, 1), for the tiny loop (--marking)")
     if (args.pointer_weight or args.pointer_place_weight) and not args.marking:
         parser.error("--pointer-weight and --pointer-place-weight are lessons of the tiny loop: give --marking "
                      "(and --merge 1)")
@@ -265,7 +271,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     views: list[tuple[bytes, list[int]]] = []
     routes: list[TinyRow] = []
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views, routes=routes,
-                     route_questions=args.route_questions, ask_route=args.ask_route)
+                     route_questions=args.route_questions, ask_route=args.ask_route, slips=args.slips)
     print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s"
           + (f", {len(routes)} route rows" if routes else ""), flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,

@@ -31,7 +31,7 @@ import io
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +41,7 @@ from localqwen_safari.world import Cell
 
 if TYPE_CHECKING:
     from localqwen_safari.playing import Turn
+    from localqwen_safari.policies import Decision
 
 POINTER_LAYER, POINTER_HEAD = 1, 0  # the second decoder layer: its input is the first's, which marks
 MARK_POSITIVE_WEIGHT = 20.0  # a target covers one cell of a hundred, on one row in six
@@ -98,8 +99,10 @@ def tiny_row(turn: Turn, route: str = "") -> TinyRow:
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
               views: list[tuple[bytes, list[int]]] | None = None, routes: list[TinyRow] | None = None,
-              route_questions: int = 0, ask_route: bool = False) -> list[TinyRow]:
-    """The teacher's episodes as compact rows with their labels. Given a ``views`` list, also
+              route_questions: int = 0, ask_route: bool = False, slips: float = 0.0) -> list[TinyRow]:
+    """The teacher's episodes as compact rows with their labels (``slips``: that share of its
+    exploring turns plays a learner's mistake instead of its move, slips.py; the rows keep its own
+    decisions as labels). Given a ``views`` list, also
     appends every view with its cell classes, as vision_warmup.collect_views gathers them (the same
     list for the expert's episodes), so the warm-up need not play the episodes again. Given a
     ``routes`` list, appends ``route_questions`` route rows (route.py) on every view. ``ask_route``:
@@ -109,9 +112,13 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
     from localqwen_safari.policies import get_teacher
     from localqwen_safari.route import route_messages, true_route_line
     from localqwen_safari.route import route_questions as questions_on
+    from localqwen_safari.slips import slipping
     from localqwen_safari.vision_warmup import turns_with_classes
 
-    teacher_policy = get_teacher(teacher)
+    labels: list[Decision] = []
+    draws: dict[str, random.Random] = {}
+    teacher_policy = slipping(get_teacher(teacher), slips, labels,
+                              lambda episode: draws.setdefault(episode.mission.id, random.Random(f"slip-{episode.mission.id}")))
     asked: list[list[tuple[str, str]]] = []
     lines: list[str] = []
 
@@ -126,6 +133,7 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
     rows = []
     for mission in missions_in_turn(episodes, seed_start):
         for turn, classes in turns_with_classes(Episode.start(mission), policy):
+            turn = replace(turn, decision=labels.pop())  # the teacher's decision, whatever was played
             rows.append(tiny_row(turn, lines.pop() if ask_route else ""))
             assert turn.view is not None
             if views is not None:
