@@ -101,6 +101,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "rows hold the line a perfect answer gives")
     parser.add_argument("--route-share", type=float, default=0.25,
                         help="with --route-questions: the share of training steps that are a batch of route rows")
+    parser.add_argument("--decision-weight", type=float, default=1.0,
+                        help="with --marking: the tokens of the move a reply's Thought states count this many times "
+                             "in the replies' loss (tiny_training.decision_positions); 1: a plain mean")
     parser.add_argument("--slips", type=float, default=0.0,
                         help="with --marking: the share of the teacher's exploring turns that play a learner's "
                              "mistake instead (slips.py: a push into the way, the last move undone, any move); its "
@@ -292,7 +295,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                "readout_weight": args.readout_weight, "pointer_weight": args.pointer_weight,
                "pointer_place_weight": args.pointer_place_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report,
-               "route_rows": routes, "route_share": args.route_share if routes else 0.0}
+               "route_rows": routes, "route_share": args.route_share if routes else 0.0,
+               "decision_weight": args.decision_weight}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
                      minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import io
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -95,6 +96,25 @@ def tiny_row(turn: Turn, route: str = "") -> TinyRow:
     row = compact_row("view.png", with_route(turn.compact_context, route), turn.decision, turn.lead)
     marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
     return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
+
+
+_STATED = re.compile(r"I move (up|down|left|right) (\d+) steps?")
+
+
+def decision_positions(ids: list[int], reply: int, pieces: list[str]) -> list[int]:
+    """The positions in ``ids`` of the tokens that state the Thought's move (its direction and step
+    count; ``pieces``: each token id's text), none where the reply states no move. The reply starts
+    at ``reply``; the first stated move is the Thought's (the tool call comes after it)."""
+    starts, text = [], ""
+    for token in ids[reply:]:
+        starts.append(len(text))
+        text += pieces[token]
+    match = _STATED.search(text)
+    if match is None:
+        return []
+    spans = [match.span(1), match.span(2)]
+    return [reply + k for k, start in enumerate(starts)
+            if any(start < end and start + len(pieces[ids[reply + k]]) > begin for begin, end in spans)]
 
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
@@ -219,7 +239,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
                dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
                pointer_weight: float = 0.0, pointer_place_weight: float = 0.0, route_rows: list[TinyRow] | None = None,
-               route_share: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
+               route_share: float = 0.0, decision_weight: float = 1.0,
+               on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
@@ -235,6 +256,10 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     ``pointer_place_weight``: that head's output is asked for the row and col of the token it looks at.
     ``route_rows`` (route.py, :func:`tiny_rows` ``routes``): ``route_share`` of the steps are a
     batch of them alone (short rows: such a step costs about half a replies' step).
+    ``decision_weight``: the tokens of the move a reply's Thought states ("I move *down* *4* steps")
+    count this many times in the replies' loss (:func:`decision_positions`); the other fifty-odd
+    tokens of a reply are copies of the context or of the Thought, and the mean over them leaves
+    the decision a few percent of the gradient. The reported replies' loss stays the plain mean.
     The learning rate warms up over 100 steps (a tenth of a shorter ``max_steps``), then stays flat,
     or falls linearly to ``final_lr_fraction`` of ``learning_rate`` by the end of the budget
     (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
@@ -311,6 +336,9 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         reply = max(i for i, token in enumerate(ids) if token == im_start) + 3  # after "<|im_start|>assistant\n"
         first_end = next((i for i in range(reply, len(ids)) if ids[i] in dots), reply)
         encoded_rows.append((ids, reply, first_end))
+    pieces = [tokenizer.decode([token]) for token in range(len(tokenizer))]
+    decisions = [decision_positions(ids, reply, pieces) if decision_weight != 1.0 else []
+                 for ids, reply, _ in encoded_rows]
 
     # The pointer head: the second layer's first head, whose keys already carry the marking.
     pointer = HeadAttention(model.model.language_model.layers[POINTER_LAYER], POINTER_HEAD) \
@@ -345,7 +373,16 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         # The vocabulary's logits only where a reply token is predicted (a quarter of the positions):
         # the model's own mean loss, at a fraction of its head's cost.
         predicted = labels[:, 1:] != -100
-        replies = cross_entropy(model.lm_head(output.last_hidden_state[:, :-1][predicted]), labels[:, 1:][predicted])
+        per_token = cross_entropy(model.lm_head(output.last_hidden_state[:, :-1][predicted]), labels[:, 1:][predicted],
+                                  reduction="none")
+        replies = per_token.mean()
+        weighted = replies
+        if decision_weight != 1.0:
+            weights = torch.ones((len(batch), length))
+            for n, i in enumerate(batch):
+                weights[n, decisions[i]] = decision_weight
+            chosen = weights[:, 1:][predicted]  # position p's token is predicted at p - 1
+            weighted = (per_token * chosen).sum() / chosen.sum()
         marked = torch.tensor([bool(rows[i].marks) for i in batch])  # route rows have no marking lesson
         marking = torch.zeros(())
         if marked.any():
@@ -374,7 +411,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         if states:
             logits, where = readout_head(torch.cat(states)), torch.tensor(places)
             readout = cross_entropy(logits[:, :VIEW], where[:, 0]) + cross_entropy(logits[:, VIEW:], where[:, 1])
-        loss = (replies + marking_weight * marking + readout_weight * readout + pointer_weight * pointing
+        loss = (weighted + marking_weight * marking + readout_weight * readout + pointer_weight * pointing
                 + pointer_place_weight * pointer_place)
         # readout and pointer apply to rows with the target in view: None where the batch had none;
         # a batch of route rows reports its loss as the route's, not the replies'

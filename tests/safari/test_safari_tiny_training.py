@@ -208,3 +208,22 @@ def test_the_models_own_states_as_rows_are_the_teachers_rows_when_the_teacher_pl
     assert len(own) == len(taught) > 10
     assert all(a.view == b.view and a.messages == b.messages and a.marks == b.marks and a.nearest == b.nearest
                for a, b in zip(own, taught, strict=True))
+
+
+def test_the_decision_positions_are_the_tokens_of_the_thoughts_stated_move(tmp_path):
+    from localqwen_safari.tiny_training import decision_positions
+
+    from localqwen.testing.tiny_models import build_tokenizer
+
+    tokenizer = build_tokenizer(tmp_path, corpus=["No lion in view. I move down 4 steps to explore. I move left 1 step."] * 20)
+    pieces = [tokenizer.decode([token]) for token in range(len(tokenizer))]
+    prompt = tokenizer("Find: lion.")["input_ids"]
+    reply = tokenizer('Thought: No lion in view. I move down 4 steps to explore.<tool_call>{"direction": "left"}')["input_ids"]
+    ids = prompt + reply
+    chosen = decision_positions(ids, len(prompt), pieces)
+    said = [pieces[ids[position]].strip() for position in chosen]
+    assert said == ["down", "4"]  # the Thought's move, not the tool call's (nor anything before the reply)
+    assert all(position >= len(prompt) for position in chosen)
+    one = tokenizer("Thought: I move left 1 step.")["input_ids"]
+    assert [pieces[one[position]].strip() for position in decision_positions(one, 0, pieces)] == ["left", "1"]
+    assert decision_positions(tokenizer("Thought: Every target is found, so I finish.")["input_ids"], 0, pieces) == []
