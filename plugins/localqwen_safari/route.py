@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from localqwen_safari.bearings import bearing
 from localqwen_safari.episode import MAX_STEPS
+from localqwen_safari.look import MAX_ANSWER_CHARS
 from localqwen_safari.policies import (
     heading_waypoint,
     notepad_waypoint,
@@ -83,7 +84,7 @@ def route_goal(episode: Episode) -> Cell | None:
 def route_line(here: Cell, goal: Cell, answer: str) -> str:
     """The reply's context line for a route answer ("Way to 6 down 5 right: I move right 4 steps."),
     or "" when the answer states no single move (a garbled answer adds nothing, never a half-line)."""
-    moves = thought_moves(answer[:80])
+    moves = thought_moves(answer[:MAX_ANSWER_CHARS])  # cut as a look answer is: one short sentence
     if len(moves) != 1 or not 1 <= moves[0][1] <= MAX_STEPS:
         return ""
     return _line(here, goal, moves[0])
