@@ -35,7 +35,7 @@ PLAN_TURN_COST = 9
 PLAN_MIN_TURNS = 2
 LANE_GAP = 8  # the tour's lanes: at most this many cells apart
 WAYPOINT_REACH = 5  # the tour goes on to its next waypoint this near the one it heads for (in each axis)
-_STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
+STATED_MOVE = re.compile(r"\bI move (up|down|left|right) (\d+) steps?\b")
 
 
 # What the expert's decision rests on (``Decision.situation``): the evaluation splits agreement by
@@ -77,7 +77,7 @@ Policy = Callable[[Episode], Decision]
 
 def thought_moves(thought: str) -> list[tuple[str, int]]:
     """The moves a Thought states, as (direction, steps)."""
-    return [(direction, int(steps)) for direction, steps in _STATED_MOVE.findall(thought)]
+    return [(direction, int(steps)) for direction, steps in STATED_MOVE.findall(thought)]
 
 
 def thought_consistent(decision: Decision) -> bool:
@@ -276,14 +276,14 @@ def _explore_by_sweep(episode: Episode, calls: list[Call], notepad: str, seen_te
     elif _edge_in_view(episode, heading) or not _open_steps(episode, heading):
         situation, blocked = "explore (sweep turn)", heading
         if _edge_in_view(episode, shift):  # swept to the top or bottom: shift the other way from now on
-            shift = _OPPOSITE[shift]
+            shift = OPPOSITE[shift]
         if _open_steps(episode, shift):
             move = (shift, _open_steps(episode, shift))
             if _edge_in_view(episode, heading):  # the row is done: sweep back after shifting twice
-                heading, more = _OPPOSITE[heading], " again"
+                heading, more = OPPOSITE[heading], " again"
             why = f"My way {blocked} ends here, so I shift {shift}."
         else:
-            heading = _OPPOSITE[heading]
+            heading = OPPOSITE[heading]
             move = (heading, _open_steps(episode, heading)) if _open_steps(episode, heading) else (shift, 1)
             why = f"I cannot shift {shift}, so I turn {heading}."
     else:
@@ -442,7 +442,7 @@ def notepad_sweep(notepad: str) -> str:
 
 
 _SWEEP = re.compile(r"\bSweep (up|down|left|right), shift (up|down|left|right)( again)?\.")
-_OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
+OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 
 def _open_steps(episode: Episode, direction: str) -> int:

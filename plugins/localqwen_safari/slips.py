@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from localqwen_safari.episode import MAX_STEPS
-from localqwen_safari.policies import Decision, heading_waypoint, notepad_waypoint
+from localqwen_safari.policies import OPPOSITE, Decision, heading_waypoint, notepad_waypoint
 from localqwen_safari.world import MOVES
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from localqwen_safari.policies import Policy
 
 SLIP_KINDS = ("push", "back", "any")
-_OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 
 def last_move(episode: Episode) -> str | None:
@@ -57,7 +56,7 @@ def slip_move(episode: Episode, rng: random.Random) -> tuple[str, int]:
     if kind == "push" and (push := push_move(episode)) is not None:
         return push
     if kind == "back" and (last := last_move(episode)) is not None:
-        return _OPPOSITE[last], rng.randint(1, MAX_STEPS)
+        return OPPOSITE[last], rng.randint(1, MAX_STEPS)
     return rng.choice(sorted(MOVES)), rng.randint(1, MAX_STEPS)
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import io
 import random
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -98,9 +97,6 @@ def tiny_row(turn: Turn, route: str = "") -> TinyRow:
     return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
 
 
-_STATED = re.compile(r"I move (up|down|left|right) (\d+) steps?")
-
-
 def decision_positions(ids: list[int], reply: int, pieces: list[str]) -> list[int]:
     """The positions in ``ids`` of the tokens that state the Thought's move (its direction and step
     count; ``pieces``: each token id's text), none where the reply states no move. The reply starts
@@ -109,7 +105,9 @@ def decision_positions(ids: list[int], reply: int, pieces: list[str]) -> list[in
     for token in ids[reply:]:
         starts.append(len(text))
         text += pieces[token]
-    match = _STATED.search(text)
+    from localqwen_safari.policies import STATED_MOVE
+
+    match = STATED_MOVE.search(text)
     if match is None:
         return []
     spans = [match.span(1), match.span(2)]
@@ -336,9 +334,10 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         reply = max(i for i, token in enumerate(ids) if token == im_start) + 3  # after "<|im_start|>assistant\n"
         first_end = next((i for i in range(reply, len(ids)) if ids[i] in dots), reply)
         encoded_rows.append((ids, reply, first_end))
-    pieces = [tokenizer.decode([token]) for token in range(len(tokenizer))]
-    decisions = [decision_positions(ids, reply, pieces) if decision_weight != 1.0 else []
-                 for ids, reply, _ in encoded_rows]
+    decisions: list[list[int]] = [[] for _ in encoded_rows]
+    if decision_weight != 1.0:
+        pieces = [tokenizer.decode([token]) for token in range(len(tokenizer))]
+        decisions = [decision_positions(ids, reply, pieces) for ids, reply, _ in encoded_rows]
 
     # The pointer head: the second layer's first head, whose keys already carry the marking.
     pointer = HeadAttention(model.model.language_model.layers[POINTER_LAYER], POINTER_HEAD) \
