@@ -108,6 +108,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="with --marking: the share of the teacher's exploring turns that play a learner's "
                              "mistake instead (slips.py: a push into the way, the last move undone, any move); its "
                              "rows keep the teacher's decisions, so they show how to recover; 0: none")
+    parser.add_argument("--openings", action="store_true",
+                        help="with --marking: every Thought says how far each way is open ('Open: up 3, down 0, "
+                             "left 4, right 1.', openings.py) after the target's sentence, before its move")
     parser.add_argument("--seed", type=int, default=0,
                         help="the tiny model's random start; with --marking also its warm-up's and its training "
                              "batches' order: runs of one recipe with different seeds show how far results spread")
@@ -176,6 +179,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error("--route-questions counts rows per view (0 or more); --route-share is a share of steps in 0..1")
     if args.slips and not args.marking or not 0 <= args.slips < 1:
         parser.error("--slips is a share of the teacher's exploring turns in [0, 1), for the tiny loop (--marking)")
+    if args.openings and not args.marking:
+        parser.error("--openings are said in the tiny loop's compact Thoughts: give --marking")
     if (args.pointer_weight or args.pointer_place_weight) and not args.marking:
         parser.error("--pointer-weight and --pointer-place-weight are lessons of the tiny loop: give --marking "
                      "(and --merge 1)")
@@ -274,7 +279,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     views: list[tuple[bytes, list[int]]] = []
     routes: list[TinyRow] = []
     rows = tiny_rows(args.episodes, seed_start=TRAIN_SEED_START, teacher=args.teacher, views=views, routes=routes,
-                     route_questions=args.route_questions, ask_route=args.ask_route, slips=args.slips)
+                     route_questions=args.route_questions, ask_route=args.ask_route, slips=args.slips,
+                     openings=args.openings)
     print(f"{len(rows)} rows from {args.episodes} {args.teacher} episodes in {time.monotonic() - started:.0f} s"
           + (f", {len(routes)} route rows" if routes else ""), flush=True)
     warm = warm_up_vision(model, work / "vision-warmup", episodes=args.episodes, steps=args.vision_warmup_steps,
@@ -313,7 +319,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
         new_rows, success = own_rows(trained, args.dagger_episodes, teacher=args.teacher,
                                      seed_start=DAGGER_SEED_START + (number - 1) * args.dagger_episodes,
                                      batch_size=args.eval_batch, max_new_tokens=args.max_new_tokens,
-                                     ask_route=args.ask_route)
+                                     ask_route=args.ask_route, openings=args.openings)
         own += new_rows
         played = (time.monotonic() - round_started) / 60
         print(f"DAgger round {number}: the model won {success:.1%} of {args.dagger_episodes} missions, "
@@ -500,7 +506,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if tiny:
             from localqwen_safari.learning import build_tiny_model, count_parameters
 
-            base = build_tiny_model(work / "base", teacher=args.teacher, merge=args.merge, seed=args.seed)
+            base = build_tiny_model(work / "base", teacher=args.teacher, merge=args.merge, seed=args.seed,
+                                    openings=args.openings)
             parameters = report["parameters"] = count_parameters(base)
             print(f"tiny Qwen3-VL: {parameters:,} parameters (embeddings included) in "
                   f"{time.monotonic() - started:.0f} s", flush=True)
@@ -517,10 +524,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from localqwen_safari.learning import move_accuracy
 
         held = work / (f"held-out-rows-{args.teacher}{'-look' if args.look else ''}"
-                       f"{'-route' if args.ask_route else ''}")
+                       f"{'-route' if args.ask_route else ''}{'-open' if args.openings else ''}")
         if not (held / "conversations.jsonl").exists():
             for _ in generate(held, HELD_OUT_EPISODES, seed_start=HELD_OUT_SEED_START, prompt=prompt,
-                              teacher=args.teacher, look=args.look, route=args.ask_route):
+                              teacher=args.teacher, look=args.look, route=args.ask_route, openings=args.openings):
                 pass
         if args.look:
             from localqwen_safari.learning import look_accuracy
@@ -556,6 +563,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for situation, scores in report["decisions_on_expert_states"].items():
             noticed = f", noticed {scores['noticed']:.3f}" if "noticed" in scores else ""
             placed = f", placed {scores['placed']:.3f}" if "placed" in scores else ""
+            placed += f", openings said right {scores['opened']:.3f}" if "opened" in scores else ""
             print(f"  {situation}: {scores['states']:.0f} states, agreement {scores['agreement']:.3f}{noticed}{placed}",
                   flush=True)
 

@@ -41,7 +41,7 @@ TARGET_SITUATIONS = ("target in view", "target remembered", "declare")
 def generate(out_dir: Path, episodes: int, *, kind: str = "both",
              seed_start: int = TRAIN_SEED_START, prompt: str = "full", oversample: int = 1,
              grounding: int = 0, grounding_apart: bool = False, teacher: str = "expert",
-             look: bool = False, route: bool = False) -> Iterator[Any]:
+             look: bool = False, route: bool = False, openings: bool = False) -> Iterator[Any]:
     """Write ``episodes`` episodes of the ``teacher`` (``expert``, or ``sweeper``: policies.py);
     yields Progress events, returns the summary dict.
     ``prompt`` picks the conversation rows' profile (``full``: the system prompt and the tool
@@ -59,11 +59,14 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     gives, and after it come the look's own rows (:func:`look_rows`: the current target, and on
     some views another species in view, as the look must bind the asked species to its cells and
     targets are in view on one turn in six). ``route`` (compact profile): rows for a model asked the
-    route first (route.py): each compact context holds the route line a perfect route stage gives."""
+    route first (route.py): each compact context holds the route line a perfect route stage gives.
+    ``openings`` (compact profile): each compact Thought says how far each way is open (openings.py)."""
     system_prompt(prompt)  # an unknown profile or teacher fails here, before any file is written
     teacher_policy = get_teacher(teacher)
     if route and prompt != "compact":
         raise ValueError("route lines are written into the compact profile's rows: use prompt='compact'")
+    if openings and prompt != "compact":
+        raise ValueError("openings are said in the compact profile's Thoughts: use prompt='compact'")
     lines: list[str] = []
 
     def policy(episode: Episode) -> Decision:  # the route line is read on the state the teacher sees
@@ -105,7 +108,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
                 write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
                            image_file=image_file, context=context, compact_context=compact,
                            decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
-                           lead=turn.lead)
+                           lead=turn.reply_lead(openings))
                 rows += 1
                 training_rows += copies
                 if look:

@@ -20,9 +20,10 @@ from localqwen_safari.dataset import DAGGER_SEED_START
 CORPUS_SEED_START = 50_000  # neither training (100,000+) nor evaluation (1000-1299) seeds
 
 
-def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
+def tokenizer_corpus(episodes: int = 60, teacher: str = "expert", openings: bool = False) -> list[str]:
     """Safari text in the compact profile (contexts, Thoughts, tool calls as the chat template
-    writes them), so the tiny model's BPE tokenizer spends its vocabulary on this task."""
+    writes them), so the tiny model's BPE tokenizer spends its vocabulary on this task
+    (``openings``: the Thoughts say how far each way is open, openings.py)."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.playing import play_turns
@@ -34,18 +35,20 @@ def tokenizer_corpus(episodes: int = 60, teacher: str = "expert") -> list[str]:
         episode = Episode.start(mission)
         for turn in play_turns(episode, get_teacher(teacher)):
             lines.append(turn.compact_context)
-            lines.append("Thought: " + compact_thought(turn.decision.thought, turn.lead))
+            lines.append("Thought: " + compact_thought(turn.decision.thought, turn.reply_lead(openings)))
             lines += ['<tool_call>\n{"name": "' + name + '", "arguments": ' + json.dumps(arguments) + "}\n</tool_call>"
                       for name, arguments in turn.decision.calls]
     return lines
 
 
 def build_tiny_model(out: Path, *, hidden: int = 96, layers: int = 3, vision_depth: int = 2,
-                     corpus_episodes: int = 60, seed: int = 0, teacher: str = "expert", merge: int = 2) -> Path:
+                     corpus_episodes: int = 60, seed: int = 0, teacher: str = "expert", merge: int = 2,
+                     openings: bool = False) -> Path:
     """A random-weight Qwen3-VL from a config with a safari-trained tokenizer. ``image_size`` 160:
     the 160x160 view is never resized, so each 16 px patch is one cell; ``merge`` patches each way
     make one image token (2: Qwen3-VL's own 2x2, 25 tokens; 1: a token per cell, 100 tokens).
-    ``teacher``: whose turns the tokenizer's corpus holds (the one it will learn from)."""
+    ``teacher``: whose turns the tokenizer's corpus holds (the one it will learn from), ``openings``:
+    with the Thoughts saying how far each way is open (openings.py)."""
     from localqwen.testing.tiny_models import build_tiny_qwen3_vl
 
     heads = max(1, hidden // 32)
@@ -55,7 +58,7 @@ def build_tiny_model(out: Path, *, hidden: int = 96, layers: int = 3, vision_dep
     half_rotary, third = 16, 5
     return build_tiny_qwen3_vl(
         out, hidden_size=hidden, intermediate_size=3 * hidden, num_hidden_layers=layers, head_dim=32,
-        num_attention_heads=heads, num_key_value_heads=1, vocab_size=1024, corpus=tokenizer_corpus(corpus_episodes, teacher),
+        num_attention_heads=heads, num_key_value_heads=1, vocab_size=1024, corpus=tokenizer_corpus(corpus_episodes, teacher, openings),
         image_size=160, seed=seed,
         rope_parameters={"rope_type": "default", "rope_theta": 10_000.0,
                          "mrope_section": [half_rotary - 2 * third, third, third], "mrope_interleaved": True},
@@ -277,8 +280,10 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     earlier turns lead it off the expert's states), this shows whether the first decision, go for
     the target or explore, is made from the view. ``teacher``: whose episodes and decisions (the
     expert's, or the sweeper's for a model trained on them). ``look``: the model looks first (look.py);
-    ``route``: it is asked the route first (route.py)."""
+    ``route``: it is asked the route first (route.py). Where its replies say how far each way is open
+    (openings.py), ``opened`` is the share of the states whose openings they say exactly."""
     import copy
+    import operator
     import tempfile
 
     from localqwen.runtime.engine import GenerationSettings
@@ -287,6 +292,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.model_policy import ModelPolicy
+    from localqwen_safari.openings import said_opening, true_opening
     from localqwen_safari.policies import SITUATIONS_MET, Decision, get_teacher, visible_animals
 
     policy_of_teacher = get_teacher(teacher)
@@ -309,6 +315,10 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
             replies = policy.decide([episode for episode, _ in items])
             agreed = sum(reply.action() == decision.action() for reply, (_, decision) in zip(replies, items, strict=True))
             scores = {"states": len(items), "agreement": round(agreed / len(items), 4)}
+            opened = [said_opening(reply.thought) for reply in replies]
+            if any(opening is not None for opening in opened):  # a model taught to say its openings
+                truths = [said_opening(true_opening(episode)) for episode, _ in items]
+                scores["opened"] = round(sum(map(operator.eq, opened, truths)) / len(items), 4)
             if situation in TARGET_SITUATIONS:
                 noticed = sum(f"The {episode.current_target} is" in reply.thought
                               for reply, (episode, _) in zip(replies, items, strict=True))

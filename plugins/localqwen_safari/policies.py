@@ -271,23 +271,23 @@ def _explore_by_sweep(episode: Episode, calls: list[Call], notepad: str, seen_te
     else:
         heading, shift, again = ("right" if col < cols // 2 else "left"), ("down" if row < rows // 2 else "up"), False
     more = ""
-    if again and _open_steps(episode, shift) and not _edge_in_view(episode, shift):
-        move, situation, why = (shift, _open_steps(episode, shift)), "explore (sweep on)", f"I shift {shift} once more."
-    elif _edge_in_view(episode, heading) or not _open_steps(episode, heading):
+    if again and open_steps(episode, shift) and not _edge_in_view(episode, shift):
+        move, situation, why = (shift, open_steps(episode, shift)), "explore (sweep on)", f"I shift {shift} once more."
+    elif _edge_in_view(episode, heading) or not open_steps(episode, heading):
         situation, blocked = "explore (sweep turn)", heading
         if _edge_in_view(episode, shift):  # swept to the top or bottom: shift the other way from now on
             shift = OPPOSITE[shift]
-        if _open_steps(episode, shift):
-            move = (shift, _open_steps(episode, shift))
+        if open_steps(episode, shift):
+            move = (shift, open_steps(episode, shift))
             if _edge_in_view(episode, heading):  # the row is done: sweep back after shifting twice
                 heading, more = OPPOSITE[heading], " again"
             why = f"My way {blocked} ends here, so I shift {shift}."
         else:
             heading = OPPOSITE[heading]
-            move = (heading, _open_steps(episode, heading)) if _open_steps(episode, heading) else (shift, 1)
+            move = (heading, open_steps(episode, heading)) if open_steps(episode, heading) else (shift, 1)
             why = f"I cannot shift {shift}, so I turn {heading}."
     else:
-        move, situation, why = (heading, _open_steps(episode, heading)), "explore (sweep on)", f"I sweep {heading}."
+        move, situation, why = (heading, open_steps(episode, heading)), "explore (sweep on)", f"I sweep {heading}."
     planned = " ".join(part for part in (notepad, sweep_text(heading, shift, again=bool(more))) if part)
     calls = [call for call in calls if call[0] != "update_notepad"]
     if planned != episode.notepad:
@@ -345,7 +345,7 @@ def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int,
     here = episode.position
     ways = []
     for direction, (dr, dc) in MOVES.items():
-        for steps in range(1, _open_steps(episode, direction) + 1):
+        for steps in range(1, open_steps(episode, direction) + 1):
             landing = (here[0] + dr * steps, here[1] + dc * steps)
             turns = 0 if landing == goal else from_goal[landing][0] if landing in from_goal else None
             if turns is not None:
@@ -445,7 +445,7 @@ _SWEEP = re.compile(r"\bSweep (up|down|left|right), shift (up|down|left|right)( 
 OPPOSITE = {"up": "down", "down": "up", "left": "right", "right": "left"}
 
 
-def _open_steps(episode: Episode, direction: str) -> int:
+def open_steps(episode: Episode, direction: str) -> int:
     """How many steps (up to 4) the cells in view show open that way."""
     dr, dc = MOVES[direction]
     row, col = episode.position

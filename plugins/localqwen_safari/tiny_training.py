@@ -85,14 +85,16 @@ def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]
     return marks, None if cell is None else (cell[0] - top, cell[1] - left)
 
 
-def tiny_row(turn: Turn, route: str = "") -> TinyRow:
+def tiny_row(turn: Turn, route: str = "", openings: bool = False) -> TinyRow:
     """A turn (its view rendered) as a compact row with its labels: the data source's row, in memory.
-    ``route``: the route line its context holds (route.with_route; for a model asked the route first)."""
+    ``route``: the route line its context holds (route.with_route; for a model asked the route first).
+    ``openings``: its Thought says how far each way is open (openings.py)."""
     from localqwen_safari.dataset import compact_row
     from localqwen_safari.route import with_route
 
     assert turn.view is not None
-    row = compact_row("view.png", with_route(turn.compact_context, route), turn.decision, turn.lead)
+    row = compact_row("view.png", with_route(turn.compact_context, route), turn.decision,
+                      turn.reply_lead(openings))
     marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
     return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
 
@@ -117,14 +119,16 @@ def decision_positions(ids: list[int], reply: int, pieces: list[str]) -> list[in
 
 def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
               views: list[tuple[bytes, list[int]]] | None = None, routes: list[TinyRow] | None = None,
-              route_questions: int = 0, ask_route: bool = False, slips: float = 0.0) -> list[TinyRow]:
+              route_questions: int = 0, ask_route: bool = False, slips: float = 0.0,
+              openings: bool = False) -> list[TinyRow]:
     """The teacher's episodes as compact rows with their labels (``slips``: that share of its
     exploring turns plays a learner's mistake instead of its move, slips.py; the rows keep its own
     decisions as labels). Given a ``views`` list, also
     appends every view with its cell classes, as vision_warmup.collect_views gathers them (the same
     list for the expert's episodes), so the warm-up need not play the episodes again. Given a
     ``routes`` list, appends ``route_questions`` route rows (route.py) on every view. ``ask_route``:
-    each reply's context holds the route line a perfect route stage gives (route.true_route_line)."""
+    each reply's context holds the route line a perfect route stage gives (route.true_route_line).
+    ``openings``: each Thought says how far each way is open (openings.py)."""
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.policies import get_teacher
@@ -152,7 +156,7 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
     for mission in missions_in_turn(episodes, seed_start):
         for turn, classes in turns_with_classes(Episode.start(mission), policy):
             turn = replace(turn, decision=labels.pop())  # the teacher's decision, whatever was played
-            rows.append(tiny_row(turn, lines.pop() if ask_route else ""))
+            rows.append(tiny_row(turn, lines.pop() if ask_route else "", openings))
             assert turn.view is not None
             if views is not None:
                 views.append((turn.view, classes))
@@ -163,12 +167,14 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
 
 
 def own_rows(model: Path, episodes: int, *, seed_start: int = DAGGER_SEED_START, teacher: str = "expert",
-             batch_size: int = 100, max_new_tokens: int = 128, ask_route: bool = False) -> tuple[list[TinyRow], float]:
+             batch_size: int = 100, max_new_tokens: int = 128, ask_route: bool = False,
+             openings: bool = False) -> tuple[list[TinyRow], float]:
     """DAgger's rows for the tiny loop: ``model`` plays ``episodes`` missions (both kinds, seeds from
     ``seed_start``, away from the teacher's and the evaluation's) and every state it met becomes a
     row labelled by the teacher (dagger.expert_label). Returns the rows and the model's success rate
     on these missions. ``ask_route``: the model is asked the route first (route.py), and the rows'
-    contexts hold the route line a perfect answer gives."""
+    contexts hold the route line a perfect answer gives. ``openings``: the labels' Thoughts say how
+    far each way is open (openings.py)."""
     import tempfile
 
     from localqwen.runtime.engine import GenerationSettings
@@ -186,7 +192,7 @@ def own_rows(model: Path, episodes: int, *, seed_start: int = DAGGER_SEED_START,
                              prompt="compact", keep_replies=False, route=ask_route)
         for turns, group in labelled_turns(policy, missions, batch_size=batch_size, teacher=labeller,
                                            route=ask_route):
-            rows += [tiny_row(turn) for _, turn in turns]
+            rows += [tiny_row(turn, openings=openings) for _, turn in turns]
             successes += sum(episode.success for episode in group)
     return rows, successes / max(1, episodes)
 

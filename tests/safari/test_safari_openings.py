@@ -1,0 +1,94 @@
+"""The openings (openings.py): how far each way is open, said in the compact Thought before the move."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from localqwen_safari.episode import Episode
+from localqwen_safari.missions import Mission, mission_for_seed
+from localqwen_safari.openings import opening_sentence, said_opening, true_opening, with_opening
+from localqwen_safari.playing import play_turns
+from localqwen_safari.policies import tour
+from localqwen_safari.prompts import compact_thought
+from localqwen_safari.tiny_training import tiny_rows
+from localqwen_safari.world import MOVES
+
+
+def _pond() -> Episode:
+    """A 12x12 map, the agent at (5, 5): a pond right of it, rock two rows up, a zebra three cols
+    left, the map's edge six rows down."""
+    rows = ["." * 12 for _ in range(12)]
+    rows[3] = ".....#......"
+    rows[5] = "..Z...~~~..."
+    return Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(5, 5)))
+
+
+def test_the_openings_count_the_steps_to_water_rock_an_animal_or_at_most_four():
+    episode = _pond()
+    assert true_opening(episode) == "Open: up 1, down 4, left 2, right 0."
+    assert said_opening(f"No zebra in view. {true_opening(episode)} I move down 4 steps.") == \
+        {"up": 1, "down": 4, "left": 2, "right": 0}
+    assert said_opening("No zebra in view. I move down 4 steps.") is None
+    assert said_opening("Open: up 1, down 4.") is None  # all four ways or none
+    near_edge = Episode.start(Mission("e", "find-one", ("zebra",), map=("Z....", ".....", "....."), start=(1, 2)))
+    assert true_opening(near_edge) == "Open: up 1, down 1, left 2, right 2."
+
+
+def test_a_move_walks_exactly_as_far_as_the_openings_say():
+    """Said truthfully: on the tour's turns, four steps any way walk the opening's count, no more."""
+    for seed in (3, 11):
+        episode = Episode.start(mission_for_seed("find-two", seed))
+        for _ in play_turns(episode, tour):
+            if episode.done:
+                break
+            opening = said_opening(true_opening(episode))
+            assert opening is not None
+            for direction in MOVES:
+                trial = copy.deepcopy(episode)
+                before = trial.position
+                trial.play_turn([("move", {"direction": direction, "steps": 4})])
+                walked = abs(trial.position[0] - before[0]) + abs(trial.position[1] - before[1])
+                assert walked == opening[direction], (seed, episode.turn, direction)
+
+
+def test_the_tour_never_moves_further_than_its_openings():
+    for seed in range(6):
+        episode = Episode.start(mission_for_seed("find-one", seed))
+        for turn in play_turns(episode, tour):
+            opening = said_opening(turn.opening)
+            assert opening is not None
+            for name, arguments in turn.decision.calls:
+                if name == "move":
+                    assert 1 <= arguments["steps"] <= opening[arguments["direction"]]
+
+
+def test_with_openings_the_thought_says_them_after_the_targets_sentence():
+    plain = tiny_rows(1, seed_start=700, teacher="tour")
+    opened = tiny_rows(1, seed_start=700, teacher="tour", openings=True)
+    assert len(plain) == len(opened)
+    episode = Episode.start(mission_for_seed("find-one", 700))
+    turns = list(play_turns(episode, tour))
+    for row, with_open, turn in zip(plain, opened, turns, strict=True):
+        assert with_open.messages[2]["content"].startswith(f"Thought: {with_opening(turn.lead, turn.opening)} ")
+        assert "Open:" not in row.messages[2]["content"]
+        assert with_open.messages[2]["content"].replace(f"{turn.opening} ", "", 1) == row.messages[2]["content"]
+    assert compact_thought("I move up 2 steps.", with_opening("", opening_sentence(dict.fromkeys(MOVES, 2)))) == \
+        "Open: up 2, down 2, left 2, right 2. I move up 2 steps."
+
+
+def test_openings_are_written_only_into_the_compact_profile(tmp_path):
+    from localqwen_safari.dataset import generate
+
+    with pytest.raises(ValueError, match="compact"):
+        next(generate(tmp_path, 1, prompt="full", openings=True))
+
+
+def test_the_learning_bench_says_openings_only_in_the_tiny_loop():
+    from bench_scripts import bench_script
+
+    bench = bench_script("bench_safari_learning")
+    assert not bench.parse_args(["--marking", "--merge", "1"]).openings  # as every measured run so far
+    assert bench.parse_args(["--marking", "--merge", "1", "--openings"]).openings
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--openings"])
