@@ -111,6 +111,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--openings", action="store_true",
                         help="with --marking: every Thought says how far each way is open ('Open: up 3, down 0, "
                              "left 4, right 1.', openings.py) after the target's sentence, before its move")
+    parser.add_argument("--oversample-shut", type=int, default=1,
+                        help="with --marking: the teacher's exploring rows whose waypoint's way is shut beside the "
+                             "agent (openings.shut_ahead) are drawn this many times as often; 1: once")
     parser.add_argument("--seed", type=int, default=0,
                         help="the tiny model's random start; with --marking also its warm-up's and its training "
                              "batches' order: runs of one recipe with different seeds show how far results spread")
@@ -167,8 +170,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "--grounding and --grounding-warmup-steps")
     if args.oversample is None:
         args.oversample = 12 if args.marking else 1
-    if args.oversample < 1:
-        parser.error("--oversample counts how often a turn is drawn: at least 1")
+    if args.oversample < 1 or args.oversample_shut < 1:
+        parser.error("--oversample and --oversample-shut count how often a turn is drawn: at least 1")
+    if args.oversample_shut != 1 and not args.marking:
+        parser.error("--oversample-shut draws rows of the tiny loop: give --marking")
     if not 0 < args.dagger_share < 1:
         parser.error("--dagger-share is a share of the training minutes: between 0 and 1")
     if args.route_questions and not args.marking:
@@ -302,7 +307,7 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                "pointer_place_weight": args.pointer_place_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report,
                "route_rows": routes, "route_share": args.route_share if routes else 0.0,
-               "decision_weight": args.decision_weight}
+               "decision_weight": args.decision_weight, "shut_oversample": args.oversample_shut}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
                      minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,

@@ -54,6 +54,7 @@ class TinyRow:
     marks: list[float]  # per view cell, row by row: 1.0 where the current target stands (empty: no marking lesson)
     nearest: tuple[int, int] | None  # view (row, col) of the nearest target in view
     situation: str = ""  # what the teacher's decision rested on (policies.SITUATIONS)
+    shut: bool = False  # an exploring turn with the waypoint's way shut beside the agent (openings.shut_ahead)
     # the frozen vision tower's output on the view (fp16), and which tower gave it (tower_fingerprint)
     features: Any = None
     deepstack: Any = None
@@ -90,13 +91,14 @@ def tiny_row(turn: Turn, route: str = "", openings: bool = False) -> TinyRow:
     ``route``: the route line its context holds (route.with_route; for a model asked the route first).
     ``openings``: its Thought says how far each way is open (openings.py)."""
     from localqwen_safari.dataset import compact_row
+    from localqwen_safari.openings import shut_ahead
     from localqwen_safari.route import with_route
 
     assert turn.view is not None
     row = compact_row("view.png", with_route(turn.compact_context, route), turn.decision,
                       turn.reply_lead(openings))
     marks, nearest = target_marks(turn.targets[0] if turn.targets else None, turn.position, turn.animals_in_view)
-    return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation)
+    return TinyRow(turn.view, row["messages"], marks, nearest, turn.decision.situation, shut_ahead(turn))
 
 
 def decision_positions(ids: list[int], reply: int, pieces: list[str]) -> list[int]:
@@ -218,13 +220,15 @@ def batch_indices(rng: random.Random, teacher_pool: list[int], teacher_count: in
             + rng.sample(range(teacher_count, total), min(own, total - teacher_count)))
 
 
-def teacher_pool(rows: list[TinyRow], oversample: int) -> list[int]:
+def teacher_pool(rows: list[TinyRow], oversample: int, shut_oversample: int = 1) -> list[int]:
     """The teacher's row indices to draw batches from: the rows whose turn has the target in sight or
-    in reach (dataset.TARGET_SITUATIONS: about one in six) ``oversample`` times, the rest once."""
+    in reach (dataset.TARGET_SITUATIONS: about one in six) ``oversample`` times, the exploring rows
+    whose waypoint's way is shut beside the agent (``TinyRow.shut``) ``shut_oversample`` times, the
+    rest once."""
     from localqwen_safari.dataset import TARGET_SITUATIONS
 
     return [index for index, row in enumerate(rows)
-            for _ in range(oversample if row.situation in TARGET_SITUATIONS else 1)]
+            for _ in range(oversample if row.situation in TARGET_SITUATIONS else shut_oversample if row.shut else 1)]
 
 
 def learning_rate_at(step: int, peak: float, progress: float, *, max_steps: int = -1,
@@ -243,7 +247,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                readout_weight: float = 0.0, seed: int = 0, rows: list[TinyRow] | None = None,
                dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
                pointer_weight: float = 0.0, pointer_place_weight: float = 0.0, route_rows: list[TinyRow] | None = None,
-               route_share: float = 0.0, decision_weight: float = 1.0,
+               route_share: float = 0.0, decision_weight: float = 1.0, shut_oversample: int = 1,
                on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
@@ -254,7 +258,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     ``dagger_rows`` (:func:`own_rows`, the model's own states) fill half of every batch: they are
     what it meets in play, and a few thousand beside the teacher's 35,000 would hardly be drawn.
     ``oversample``: the teacher's rows with the target in sight or reach are drawn this many times
-    as often (:func:`teacher_pool`).
+    as often (:func:`teacher_pool`); ``shut_oversample``: so are the exploring rows whose waypoint's
+    way is shut beside the agent (openings.shut_ahead).
     ``pointer_weight``: the pointer lesson (pointer.py): at the first sentence's positions, one
     attention head of the second layer is asked to look at the nearest target's image token;
     ``pointer_place_weight``: that head's output is asked for the row and col of the token it looks at.
@@ -285,7 +290,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     torch.manual_seed(seed)
     if rows is None:
         rows = tiny_rows(episodes, seed_start=TRAIN_SEED_START if seed_start is None else seed_start, teacher=teacher)
-    teacher_count, pool = len(rows), teacher_pool(rows, oversample)
+    teacher_count, pool = len(rows), teacher_pool(rows, oversample, shut_oversample)
     rows = rows + (dagger_rows or [])
     replies_count = len(rows)
     rows = rows + (route_rows or [])

@@ -7,9 +7,9 @@ import copy
 import pytest
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission, mission_for_seed
-from localqwen_safari.openings import opening_sentence, said_opening, true_opening, with_opening
+from localqwen_safari.openings import opening_sentence, said_opening, shut_ahead, true_opening, with_opening
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import tour
+from localqwen_safari.policies import Decision, tour
 from localqwen_safari.prompts import compact_thought
 from localqwen_safari.tiny_training import tiny_rows
 from localqwen_safari.world import MOVES
@@ -92,3 +92,29 @@ def test_the_learning_bench_says_openings_only_in_the_tiny_loop():
     assert bench.parse_args(["--marking", "--merge", "1", "--openings"]).openings
     with pytest.raises(SystemExit):
         bench.parse_args(["--openings"])
+
+
+def _first_turn(waypoint: str, situation: str = "explore (waypoint on)"):
+    def policy(episode: Episode) -> Decision:
+        return Decision("I move up 1 step.", [("update_notepad", {"text": waypoint}),
+                                              ("move", {"direction": "up", "steps": 1})], situation)
+    return next(play_turns(_pond(), policy))
+
+
+def test_a_turn_is_shut_ahead_when_the_waypoints_farther_way_is_shut_beside_the_agent():
+    assert shut_ahead(_first_turn("Waypoint (3, 11)."))  # 2 up, 6 right: right is shut by the pond
+    assert not shut_ahead(_first_turn("Waypoint (11, 7)."))  # 6 down, 2 right: down is open
+    assert not shut_ahead(_first_turn("Waypoint (1, 5)."))  # straight up: rock two rows up, 1 step open
+    assert not shut_ahead(_first_turn("Waypoint (3, 11).", "target in view"))  # only the exploring turns
+
+
+def test_shut_rows_are_drawn_as_often_as_asked():
+    from localqwen_safari.tiny_training import teacher_pool
+
+    rows = tiny_rows(12, seed_start=100_000, teacher="tour", openings=True)
+    shut = [index for index, row in enumerate(rows) if row.shut]
+    assert shut and len(shut) < len(rows) // 5
+    assert all(rows[index].situation.startswith("explore") for index in shut)
+    plain, drawn = teacher_pool(rows, 12), teacher_pool(rows, 12, 5)
+    assert len(drawn) - len(plain) == 4 * len(shut)
+    assert all(drawn.count(index) == 5 for index in shut)
