@@ -82,6 +82,10 @@ class GenerateForm(Form):
                         help="With --prompt compact, for a model asked the route first: each reply's context holds "
                              "the way to the waypoint its notepad heads for ('Way to 6 down 5 right: I move right 4 "
                              "steps.'), as a perfect route answer gives it.")
+    openings: bool = field(False, label="Openings in the Thought", advanced=True,
+                           help="With --prompt compact: each Thought says how far each way is open before its move "
+                                "('Open: up 3, down 0, left 4, right 1.'), read off the view; the model then "
+                                "says them itself in play.")
 
 
 class WarmupForm(Form):
@@ -258,7 +262,8 @@ class Safari(Plugin):
         summary = yield from _checked(generate(out, form.episodes, kind=form.kind, seed_start=form.seed_start,
                                                 prompt=form.prompt, oversample=form.oversample,
                                                 grounding=form.grounding, grounding_apart=form.grounding_apart,
-                                                teacher=form.teacher, look=form.look, route=form.route), ctx)
+                                                teacher=form.teacher, look=form.look, route=form.route,
+                                                openings=form.openings), ctx)
         yield ev.FileWritten(path=summary["dataset"], description=f"{form.teacher} turns (seed format)")
         yield ev.FileWritten(path=summary["conversations"], description="Qwen3-VL conversation rows for localqwen train")
         if summary.get("grounding"):

@@ -160,3 +160,20 @@ def test_the_route_stage_from_the_cli(tmp_path, tiny_qwen3_vl_path):
                                          "--max-new-tokens", "8", "--missions", str(missions),
                                          "--output-dir", str(tmp_path / "out"), "--json"]))
     assert events[-1]["status"] == "ok" and events[-1]["result"]["turns"] == 2
+
+
+def test_generate_writes_the_openings_into_compact_thoughts(tmp_path):
+    """generate --openings: every compact Thought says how far each way is open (openings.py), as
+    the view shows it; asked with the full profile it fails clearly, before writing anything."""
+    from localqwen_safari.openings import said_opening
+
+    events = _events(runner.invoke(app, ["run", "safari", "generate", "--episodes", "2", "--teacher", "tour",
+                                         "--prompt", "compact", "--openings", "--output-dir", str(tmp_path / "rows"),
+                                         "--json"]))
+    assert events[-1]["status"] == "ok"
+    replies = [json.loads(line)["messages"][2]["content"]
+               for line in (tmp_path / "rows" / "conversations.jsonl").read_text().splitlines()]
+    assert replies and all(said_opening(reply) is not None for reply in replies)
+    failed = runner.invoke(app, ["run", "safari", "generate", "--episodes", "1", "--openings",
+                                 "--output-dir", str(tmp_path / "full"), "--json"])
+    assert "prompt='compact'" in failed.stdout and not (tmp_path / "full" / "conversations.jsonl").exists()
