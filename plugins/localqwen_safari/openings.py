@@ -11,7 +11,7 @@ with ``openings`` on every compact Thought says it right after the target's sent
 waypoint and the move: "No lion in view. Open: up 3, down 0, left 4, right 1. Waypoint (12, 20),
 ...". The reply then chooses its move with the openings it has just written in front of it,
 as it copies the waypoint's bearing from its context. Nothing is given away: the model reads the
-openings off the image itself (a blank image shows none open).
+openings off the image itself (with a blank image it has nothing to read them from).
 """
 
 from __future__ import annotations
