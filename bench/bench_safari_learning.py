@@ -113,7 +113,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "left 4, right 1.', openings.py) after the target's sentence, before its move")
     parser.add_argument("--oversample-shut", type=int, default=1,
                         help="with --marking: the teacher's exploring rows whose waypoint's way is shut beside the "
-                             "agent (openings.shut_ahead) are drawn this many times as often; 1: once")
+                             "agent (tiny_training.shut_ahead) are drawn this many times as often; 1: once")
     parser.add_argument("--seed", type=int, default=0,
                         help="the tiny model's random start; with --marking also its warm-up's and its training "
                              "batches' order: runs of one recipe with different seeds show how far results spread")

@@ -19,12 +19,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from localqwen_safari.policies import notepad_waypoint, open_steps
+from localqwen_safari.policies import open_steps
 from localqwen_safari.world import MOVES
 
 if TYPE_CHECKING:
     from localqwen_safari.episode import Episode
-    from localqwen_safari.playing import Turn
 
 OPENING = re.compile(r"\bOpen: up (\d), down (\d), left (\d), right (\d)\.")
 
@@ -50,22 +49,3 @@ def with_opening(lead: str, opening: str) -> str:
     """A compact Thought's lead (the target's sentence) with the openings after it."""
     return " ".join(part for part in (lead, opening) if part)
 
-
-def shut_ahead(turn: Turn) -> bool:
-    """An exploring turn whose waypoint's farther axis (rows on a tie) is shut at the agent's side:
-    the tour must go round. Rare in the tour's own episodes (7% of its exploring turns: it seldom
-    walks up to water), frequent in a learner's play, and there the tour-taught model walked into
-    the shut way on 35% of such teacher states against 1% elsewhere (README, "The openings").
-    The waypoint is the one the turn's decision heads for (its notepad update, else the notepad)."""
-    opening = said_opening(turn.opening)
-    if opening is None or not turn.decision.situation.startswith("explore"):
-        return False
-    written = next((arguments.get("text", "") for name, arguments in turn.decision.calls if name == "update_notepad"), "")
-    waypoint = notepad_waypoint(written) or notepad_waypoint(turn.compact_context)
-    if waypoint is None:
-        return False
-    rows, cols = waypoint[0] - turn.position[0], waypoint[1] - turn.position[1]
-    if not rows and not cols:
-        return False
-    farther = ("down" if rows > 0 else "up") if abs(rows) >= abs(cols) else ("right" if cols > 0 else "left")
-    return opening[farther] == 0

@@ -7,11 +7,11 @@ import copy
 import pytest
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission, mission_for_seed
-from localqwen_safari.openings import opening_sentence, said_opening, shut_ahead, true_opening, with_opening
+from localqwen_safari.openings import opening_sentence, said_opening, true_opening, with_opening
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, tour
 from localqwen_safari.prompts import compact_thought
-from localqwen_safari.tiny_training import tiny_rows
+from localqwen_safari.tiny_training import shut_ahead, tiny_rows
 from localqwen_safari.world import MOVES
 
 
