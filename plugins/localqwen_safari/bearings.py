@@ -39,6 +39,17 @@ def offset_parts(here: Cell, there: Cell) -> list[tuple[int, str, str]]:
     return parts
 
 
+def farther_way(here: Cell, there: Cell) -> str | None:
+    """The way ``there`` lies farther along from ``here`` (rows on a tie): "down" for 6 down 5
+    right; None where they are one cell."""
+    d_row, d_col = there[0] - here[0], there[1] - here[1]
+    if d_row == d_col == 0:
+        return None
+    if abs(d_row) >= abs(d_col):
+        return "down" if d_row > 0 else "up"
+    return "right" if d_col > 0 else "left"
+
+
 def bearing(here: Cell, there: Cell) -> str:
     """Where ``there`` lies from ``here`` in the notepad's words: "3 down 2 right", "4 up", "here"."""
     return " ".join(f"{count} {direction}" for count, direction, _ in offset_parts(here, there)) or "here"

@@ -27,7 +27,7 @@ from localqwen_safari.episode import Episode
 from localqwen_safari.evaluation import BatchPolicy
 from localqwen_safari.look import look_targets
 from localqwen_safari.missions import Mission
-from localqwen_safari.openings import true_opening
+from localqwen_safari.openings import open_ways
 from localqwen_safari.playing import Turn
 from localqwen_safari.policies import (
     Decision,
@@ -90,7 +90,7 @@ def labelled_turns(policy: BatchPolicy, missions: Sequence[Mission], *, batch_si
                     compact_context=with_route(episode.compact_context(), true_route_line(episode) if route else ""),
                     position=episode.position,
                     animals_in_view=visible_animals(episode), targets=look_targets(episode),
-                    opening=true_opening(episode))))
+                    ways_open=open_ways(episode))))
             decisions = policy.decide([group[index] for index in live])
             for index, decision in zip(live, decisions, strict=True):
                 group[index].play_turn(decision.calls)

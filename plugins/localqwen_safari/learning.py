@@ -292,7 +292,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
     from localqwen_safari.episode import Episode
     from localqwen_safari.missions import missions_in_turn
     from localqwen_safari.model_policy import ModelPolicy
-    from localqwen_safari.openings import said_opening, true_opening
+    from localqwen_safari.openings import open_ways, said_opening
     from localqwen_safari.policies import SITUATIONS_MET, Decision, get_teacher, visible_animals
 
     policy_of_teacher = get_teacher(teacher)
@@ -317,7 +317,7 @@ def decisions_on_expert_states(model: Path, *, seed_start: int = 900_000, per_si
             scores = {"states": len(items), "agreement": round(agreed / len(items), 4)}
             opened = [said_opening(reply.thought) for reply in replies]
             if any(opening is not None for opening in opened):  # a model taught to say its openings
-                truths = [said_opening(true_opening(episode)) for episode, _ in items]
+                truths = [open_ways(episode) for episode, _ in items]
                 scores["opened"] = round(sum(map(operator.eq, opened, truths)) / len(items), 4)
             if situation in TARGET_SITUATIONS:
                 noticed = sum(f"The {episode.current_target} is" in reply.thought

@@ -33,10 +33,15 @@ def opening_sentence(steps: dict[str, int]) -> str:
     return "Open: " + ", ".join(f"{direction} {steps[direction]}" for direction in MOVES) + "."
 
 
+def open_ways(episode: Episode) -> dict[str, int]:
+    """How many steps each way the episode's current view shows open (policies.open_steps: up to 4
+    steps, land without an animal)."""
+    return {direction: open_steps(episode, direction) for direction in MOVES}
+
+
 def true_opening(episode: Episode) -> str:
-    """:func:`opening_sentence` on the episode's current view (policies.open_steps: up to 4 steps,
-    land without an animal)."""
-    return opening_sentence({direction: open_steps(episode, direction) for direction in MOVES})
+    """:func:`opening_sentence` on the episode's current view."""
+    return opening_sentence(open_ways(episode))
 
 
 def said_opening(thought: str) -> dict[str, int] | None:

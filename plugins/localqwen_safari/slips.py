@@ -15,6 +15,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from localqwen_safari.bearings import farther_way
 from localqwen_safari.episode import MAX_STEPS
 from localqwen_safari.policies import OPPOSITE, Decision, heading_waypoint, notepad_waypoint
 from localqwen_safari.world import MOVES
@@ -40,13 +41,8 @@ def push_move(episode: Episode) -> tuple[str, int] | None:
     waypoint = notepad_waypoint(episode.notepad)
     if waypoint is None:
         return None
-    row, col = heading_waypoint(waypoint, episode.position, episode.world.size)
-    d_row, d_col = row - episode.position[0], col - episode.position[1]
-    if d_row == d_col == 0:
-        return None
-    if abs(d_row) >= abs(d_col):
-        return ("down" if d_row > 0 else "up"), MAX_STEPS
-    return ("right" if d_col > 0 else "left"), MAX_STEPS
+    way = farther_way(episode.position, heading_waypoint(waypoint, episode.position, episode.world.size))
+    return None if way is None else (way, MAX_STEPS)
 
 
 def slip_move(episode: Episode, rng: random.Random) -> tuple[str, int]:

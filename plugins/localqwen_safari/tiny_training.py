@@ -106,21 +106,15 @@ def shut_ahead(turn: Turn) -> bool:
     walks up to water), frequent in a learner's play, and there the tour-taught model walked into
     the shut way on 35% of such teacher states against 1% elsewhere (README, "The openings").
     The waypoint is the one the turn's decision heads for (its notepad update, else the notepad)."""
-    from localqwen_safari.openings import said_opening
+    from localqwen_safari.bearings import farther_way
     from localqwen_safari.policies import notepad_waypoint
 
-    opening = said_opening(turn.opening)
-    if opening is None or not turn.decision.situation.startswith("explore"):
+    if not turn.ways_open or not turn.decision.situation.startswith("explore"):
         return False
     written = next((arguments.get("text", "") for name, arguments in turn.decision.calls if name == "update_notepad"), "")
     waypoint = notepad_waypoint(written) or notepad_waypoint(turn.compact_context)
-    if waypoint is None:
-        return False
-    rows, cols = waypoint[0] - turn.position[0], waypoint[1] - turn.position[1]
-    if not rows and not cols:
-        return False
-    farther = ("down" if rows > 0 else "up") if abs(rows) >= abs(cols) else ("right" if cols > 0 else "left")
-    return opening[farther] == 0
+    way = None if waypoint is None else farther_way(turn.position, waypoint)
+    return way is not None and turn.ways_open[way] == 0
 
 
 def decision_positions(ids: list[int], reply: int, pieces: list[str]) -> list[int]:

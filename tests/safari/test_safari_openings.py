@@ -7,7 +7,7 @@ import copy
 import pytest
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission, mission_for_seed
-from localqwen_safari.openings import opening_sentence, said_opening, true_opening, with_opening
+from localqwen_safari.openings import open_ways, opening_sentence, said_opening, true_opening, with_opening
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, tour
 from localqwen_safari.prompts import compact_thought
@@ -42,8 +42,7 @@ def test_a_move_walks_exactly_as_far_as_the_openings_say():
         for _ in play_turns(episode, tour):
             if episode.done:
                 break
-            opening = said_opening(true_opening(episode))
-            assert opening is not None
+            opening = open_ways(episode)
             for direction in MOVES:
                 trial = copy.deepcopy(episode)
                 before = trial.position
@@ -56,8 +55,7 @@ def test_the_tour_never_moves_further_than_its_openings():
     for seed in range(6):
         episode = Episode.start(mission_for_seed("find-one", seed))
         for turn in play_turns(episode, tour):
-            opening = said_opening(turn.opening)
-            assert opening is not None
+            opening = turn.ways_open
             for name, arguments in turn.decision.calls:
                 if name == "move":
                     assert 1 <= arguments["steps"] <= opening[arguments["direction"]]
