@@ -149,8 +149,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "the vision tower is frozen; 0 trains everything from the start (default 600; quick 150)")
     parser.add_argument("--seeds", type=int, help="held-out seeds per mission kind (default 300; quick 20)")
     parser.add_argument("--eval-batch", type=int, default=100, help="episodes played in lockstep per generate")
-    parser.add_argument("--max-new-tokens", type=int, default=128,
-                        help="reply cap (compact replies with the tiny tokenizer: median 75 tokens, p95 106, max 117; the notepad call with its route is the long part)")
+    parser.add_argument("--max-new-tokens", type=int, default=192,
+                        help="reply cap (compact replies with the tiny tokenizer and the openings: mean 97 tokens, "
+                             "p99 147, max 157 on the tour's rows; the notepad call with its sightings is the long part)")
     parser.add_argument("--ablation-seeds", type=int, help="seeds for each ablation run (default: --seeds)")
     parser.add_argument("--only-ablations", action="store_true", help="with --trained: just the two ablation runs")
     parser.add_argument("--no-ablations", action="store_true", help="skip the blank-image / hidden-notepad runs")

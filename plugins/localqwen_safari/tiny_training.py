@@ -185,7 +185,7 @@ def tiny_rows(episodes: int, *, seed_start: int, teacher: str = "expert",
 
 
 def own_rows(model: Path, episodes: int, *, seed_start: int = DAGGER_SEED_START, teacher: str = "expert",
-             batch_size: int = 100, max_new_tokens: int = 128, ask_route: bool = False,
+             batch_size: int = 100, max_new_tokens: int = 192, ask_route: bool = False,
              openings: bool = False) -> tuple[list[TinyRow], float]:
     """DAgger's rows for the tiny loop: ``model`` plays ``episodes`` missions (both kinds, seeds from
     ``seed_start``, away from the teacher's and the evaluation's) and every state it met becomes a
