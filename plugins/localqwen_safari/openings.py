@@ -39,11 +39,6 @@ def open_ways(episode: Episode) -> dict[str, int]:
     return {direction: open_steps(episode, direction) for direction in MOVES}
 
 
-def true_opening(episode: Episode) -> str:
-    """:func:`opening_sentence` on the episode's current view."""
-    return opening_sentence(open_ways(episode))
-
-
 def said_opening(thought: str) -> dict[str, int] | None:
     """The openings a Thought says (None when it says none)."""
     match = OPENING.search(thought)

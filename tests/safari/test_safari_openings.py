@@ -7,7 +7,7 @@ import copy
 import pytest
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission, mission_for_seed
-from localqwen_safari.openings import open_ways, opening_sentence, said_opening, true_opening, with_opening
+from localqwen_safari.openings import open_ways, opening_sentence, said_opening, with_opening
 from localqwen_safari.playing import play_turns
 from localqwen_safari.policies import Decision, tour
 from localqwen_safari.prompts import compact_thought
@@ -26,13 +26,14 @@ def _pond() -> Episode:
 
 def test_the_openings_count_the_steps_to_water_rock_an_animal_or_at_most_four():
     episode = _pond()
-    assert true_opening(episode) == "Open: up 1, down 4, left 2, right 0."
-    assert said_opening(f"No zebra in view. {true_opening(episode)} I move down 4 steps.") == \
+    assert open_ways(episode) == {"up": 1, "down": 4, "left": 2, "right": 0}
+    assert opening_sentence(open_ways(episode)) == "Open: up 1, down 4, left 2, right 0."
+    assert said_opening(f"No zebra in view. {opening_sentence(open_ways(episode))} I move down 4 steps.") == \
         {"up": 1, "down": 4, "left": 2, "right": 0}
     assert said_opening("No zebra in view. I move down 4 steps.") is None
     assert said_opening("Open: up 1, down 4.") is None  # all four ways or none
     near_edge = Episode.start(Mission("e", "find-one", ("zebra",), map=("Z....", ".....", "....."), start=(1, 2)))
-    assert true_opening(near_edge) == "Open: up 1, down 1, left 2, right 2."
+    assert open_ways(near_edge) == {"up": 1, "down": 1, "left": 2, "right": 2}
 
 
 def test_a_move_walks_exactly_as_far_as_the_openings_say():
