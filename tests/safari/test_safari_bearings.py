@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from localqwen_safari.bearings import bearing, pin_sightings, with_bearings, with_waypoint_bearing
+from localqwen_safari.bearings import (
+    bearing,
+    pin_sightings,
+    waypoint_bearing,
+    with_bearings,
+    with_waypoint_bearing,
+    within_reach,
+)
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import Mission
 from localqwen_safari.policies import expert, notepad_sightings, notepad_waypoint, tour
@@ -53,10 +60,31 @@ def test_a_waypoint_shows_its_bearing_in_both_contexts_and_a_copied_bearing_is_n
     episode.play_turn(decision.calls)
     waypoint = notepad_waypoint(episode.notepad)
     assert waypoint is not None
-    shown = f"Waypoint ({waypoint[0]}, {waypoint[1]}) [{bearing(episode.position, waypoint)}]."
+    shown = f"Waypoint ({waypoint[0]}, {waypoint[1]}) [{waypoint_bearing(episode.position, waypoint)}]."
     assert f"Notepad: {shown}" in episode.compact_context() and f"Notepad: {shown}" in episode.context_text()
     assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
-    assert with_waypoint_bearing("Seen: zebra at (8, 15). Waypoint (4, 11).", (5, 13)) == \
-        "Seen: zebra at (8, 15). Waypoint (4, 11) [1 up 2 left]."  # sightings stay as written
+    assert with_waypoint_bearing("Seen: zebra at (8, 15). Waypoint (4, 11).", (15, 13)) == \
+        "Seen: zebra at (8, 15). Waypoint (4, 11) [11 up 2 left]."  # sightings stay as written
     episode.play_turn([("update_notepad", {"text": shown})])  # a player copies the context back
     assert episode.notepad == f"Waypoint ({waypoint[0]}, {waypoint[1]})."
+
+
+def test_a_waypoint_within_reach_shows_reached_in_place_of_its_bearing():
+    # five cells or fewer in each axis is reached (the tour goes on from there); six is a bearing
+    assert with_waypoint_bearing("Waypoint (4, 11).", (9, 6)) == "Waypoint (4, 11) [reached]."
+    assert with_waypoint_bearing("Waypoint (4, 11).", (4, 11)) == "Waypoint (4, 11) [reached]."
+    assert with_waypoint_bearing("Waypoint (4, 11).", (10, 11)) == "Waypoint (4, 11) [6 up]."
+    assert with_waypoint_bearing("Waypoint (4, 11).", (4, 17)) == "Waypoint (4, 11) [6 left]."
+    assert [within_reach((4, 11), (4 + d, 11 - d)) for d in (4, 5, 6)] == [True, True, False]
+    # what the context shows is the same rule the tour goes on by
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple("." * 32 for _ in range(31)) + ("Z" + "." * 31,),
+                                    start=(20, 20)))
+    for _ in range(12):
+        waypoint = notepad_waypoint(episode.notepad)
+        decision = tour(episode)
+        if waypoint is not None and "reached" in episode.compact_context():
+            assert decision.situation == "explore (waypoint next)"
+            assert notepad_waypoint(decision.calls[0][1]["text"]) != waypoint
+        elif waypoint is not None:
+            assert decision.situation == "explore (waypoint on)"
+        episode.play_turn(decision.calls)

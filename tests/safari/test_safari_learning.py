@@ -107,6 +107,15 @@ def test_compact_context_and_thought():
     assert compact_thought("I see no animals. The zebra (remembered from my notepad) is at (5, 9), 4 rows down. "
                            "I move down 3 steps towards it.", "No zebra in view.") == \
         "No zebra in view. The zebra is at (5, 9), 4 rows down. I move down 3 steps towards it."
+    # the tour's: the waypoint's bearing copied from the context; going on from a waypoint the context
+    # marks reached, which one it leaves and which it heads for, and no bearing the context does not show
+    assert compact_thought("I see no animals. I have not seen a lion yet. My waypoint is (11, 26), 6 rows down and "
+                           "5 cols right. I move down 4 steps to explore.", "No lion in view.") == \
+        "No lion in view. Waypoint (11, 26), 6 rows down and 5 cols right. I move down 4 steps to explore."
+    assert compact_thought("I see no animals. I have not seen a lion yet. I am at my waypoint (4, 11), so I go on to "
+                           "the next, (4, 19). My waypoint is (4, 19), 1 row up and 7 cols right. I move right 4 steps "
+                           "to explore.", "No lion in view.") == \
+        "No lion in view. Waypoint (4, 11) reached, next (4, 19). I move right 4 steps to explore."
     with pytest.raises(ValueError, match="unknown prompt profile 'tiny'"):
         system_prompt("tiny")
 

@@ -185,7 +185,7 @@ def test_the_tours_round_covers_the_map_and_closes_on_itself():
 
 def test_the_tour_walks_its_round_written_on_its_notepad():
     rows = ["." * 32 for _ in range(32)]
-    rows[30] = "." * 2 + "Z" + "." * 29
+    rows[29] = "." * 4 + "Z" + "." * 27
     episode = Episode.start(Mission("tour", "find-one", ("zebra",), map=tuple(rows), start=(5, 2)))
     waypoints = []
     for turn in play_turns(episode, tour):
@@ -197,7 +197,26 @@ def test_the_tour_walks_its_round_written_on_its_notepad():
     # from the nearest waypoint, (4, 4): it is near enough, so on to (4, 11), along the top lane...
     round_ = tour_waypoints((32, 32))
     assert waypoints[:4] == round_[1:5]
-    assert episode.success  # ... and round to the zebra in the bottom left corner
+    assert episode.success  # ... and round to the zebra near the bottom left waypoint, (26, 4)
+
+
+def test_the_tour_goes_on_past_one_reached_waypoint_a_turn_and_breaks_ties_the_farther_way():
+    open_map = tuple("." * 32 for _ in range(31)) + ("Z" + "." * 31,)
+    # at (9, 22) both (11, 26) and the round's next, (11, 19), are within reach: it leaves (11, 26)
+    # and heads for (11, 19), whose "reached" the next turn's context shows
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=open_map, start=(9, 22)))
+    episode.notepad = "Waypoint (11, 26)."
+    decision = tour(episode)
+    assert decision.calls[0] == ("update_notepad", {"text": "Waypoint (11, 19)."})
+    assert "I am at my waypoint (11, 26), so I go on to the next, (11, 19)." in decision.thought
+    episode.play_turn(decision.calls)
+    assert "Waypoint (11, 19) [reached]." in episode.compact_context()
+    assert notepad_waypoint(tour(episode).calls[0][1]["text"]) == (11, 11)
+    # 4 up and 13 right with every way open: up 4 and right 4 tie (five turns either way, four
+    # steps); the farther way, right, goes first (a fixed order put up first)
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=open_map, start=(8, 6)))
+    episode.notepad = "Waypoint (4, 19)."
+    assert tour(episode).calls[-1] == ("move", {"direction": "right", "steps": 4})
 
 
 
