@@ -179,9 +179,9 @@ def tour(episode: Episode) -> Decision:
     20)."). Each turn it takes the longest move on a fewest-turns way to that waypoint (unseen ground
     counted open; the position is in the context, the waypoint and its bearing in the notepad);
     within reach of it (bearings.within_reach; once a turn) or where it cannot be reached, the
-    notepad gets the round's next one, the same for every map of that size. It starts from the waypoint nearest to where it
-    stands. The expert's choice of a new goal rests
-    on every cell seen so far, which no single turn shows (README, "Where the missions are lost")."""
+    notepad gets the round's next one, the same for every map of that size. It starts from the
+    waypoint nearest to where it stands. The expert's choice of a new goal rests on every cell seen
+    so far, which no single turn shows (README, "Where the missions are lost")."""
     return _go_for_target(episode, _explore_by_tour)
 
 
@@ -321,7 +321,7 @@ def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_tex
             from_waypoint = None
         passed_one = passed_one or at_waypoint
         reached = waypoint
-        waypoint = round_[(round_.index(waypoint) + 1) % len(round_)]
+        waypoint = round_next(round_, waypoint)
         situation = "explore (waypoint next)"
         why = (f"I am at my waypoint ({reached[0]}, {reached[1]}), so I go on to the next, "
                f"({waypoint[0]}, {waypoint[1]}).") if at_waypoint else \
@@ -422,6 +422,11 @@ def notepad_waypoint(notepad: str) -> Cell | None:
     return (int(match.group(1)), int(match.group(2))) if match else None
 
 
+def round_next(round_: list[Cell], waypoint: Cell) -> Cell:
+    """The waypoint after ``waypoint`` in ``round_`` (which closes on itself)."""
+    return round_[(round_.index(waypoint) + 1) % len(round_)]
+
+
 def heading_waypoint(waypoint: Cell, here: Cell, size: tuple[int, int]) -> Cell:
     """The waypoint the tour heads for when its notepad holds ``waypoint``: that one, or the round's
     next once ``here`` is within reach of it (the round is the same for every map of a ``size``).
@@ -429,7 +434,7 @@ def heading_waypoint(waypoint: Cell, here: Cell, size: tuple[int, int]) -> Cell:
     the agent stands (what the route stage asks about, route.py)."""
     round_ = tour_waypoints(size)
     if waypoint in round_ and within_reach(here, waypoint):
-        return round_[(round_.index(waypoint) + 1) % len(round_)]
+        return round_next(round_, waypoint)
     return waypoint
 
 

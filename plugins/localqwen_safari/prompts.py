@@ -66,8 +66,9 @@ def compact_thought(thought: str, lead: str = "") -> str:
     reached, which one it leaves and which it heads for ("Waypoint (4, 11) reached, next (4, 19).")
     and no bearing: the new waypoint's is not in the context until the next turn, and working it out
     is the two-digit subtraction a tiny model does not learn (the tour's move then goes the new
-    waypoint's farther way on 73% of such turns, counted on 200 of its episodes). The move is still stated as 'I move <direction>
-    <n> steps', so Thought-Action consistency is checked exactly as for the full Thought.
+    waypoint's farther way on 73% of such turns, counted on 200 of its episodes). The move is still
+    stated as 'I move <direction> <n> steps', so Thought-Action consistency is checked exactly as
+    for the full Thought.
 
     ``lead``: the current target's sentence on every turn (look.target_sentence: "No lion in view."
     or where it is), put first; the in-view place is then not said twice. Every reply then begins
