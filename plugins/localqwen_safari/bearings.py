@@ -20,11 +20,8 @@ import re
 from localqwen_safari.world import SPECIES, Cell
 
 _SPECIES = "|".join(SPECIES)
-# "zebra 3 down 2 right", "lion 4 up", "giraffe 1 left", or as the compact Thought says a place
-# ("zebra 3 rows down and 2 cols right": what the tour writes, a copy of its Thought's sentence):
-# rows first, then cols, at least one part.
-_RELATIVE = re.compile(rf"\b({_SPECIES}) (?=\d)(?:(\d+) (?:rows? )?(up|down))?(?:,? ?(?:and )?)?"
-                       rf"(?:(\d+) (?:cols? )?(left|right))?(?![\w(])")
+# "zebra 3 down 2 right", "lion 4 up", "giraffe 1 left": rows first, then cols, at least one part.
+_RELATIVE = re.compile(rf"\b({_SPECIES}) (?=\d)(?:(\d+) (up|down))?,? ?(?:(\d+) (left|right))?(?![\w(])")
 _BEARING = re.compile(r" \[[^\]]*\]")  # a bearing shown by with_bearings, copied back by the writer
 _PINNED = re.compile(rf"\b({_SPECIES}) at \((\d+), (\d+)\)")
 WAYPOINT = re.compile(r"\bWaypoint \((\d+), (\d+)\)")  # the tour's notepad line (policies.waypoint_text)

@@ -6,10 +6,10 @@ to (a route on its notepad that no longer leads anywhere, a sighting it invented
 into water), and in play those states are most of what it meets (README, "Why it does not play").
 
 The label is the expert's decision on the model's state with one fix: the expert trusts its
-notepad, and the model's notepad may hold sightings it never made. So the expert is asked with the
-notepad's true part (its sightings of targets the agent really saw there, and the route line the
-model wrote, which the expert follows only where it still leads to its goal), and the label writes
-that notepad back when the model's differs. On the expert's own states the label
+notepad, and the model's notepad may hold sightings it never made. So the expert is asked with a
+notepad rebuilt from what the agent really saw (every animal on a cell it has had in view, and the
+route line the model wrote, which the expert follows only where it still leads to its goal), and
+the label writes that notepad back when the model's differs. On the expert's own states the label
 is exactly the expert's decision (tested).
 """
 
@@ -34,7 +34,6 @@ from localqwen_safari.policies import (
     Policy,
     expert,
     notepad_route,
-    notepad_sightings,
     notepad_sweep,
     notepad_text,
     notepad_waypoint,
@@ -47,14 +46,9 @@ from localqwen_safari.route import true_route_line, with_route
 
 
 def honest_notepad(episode: Episode) -> str:
-    """The notepad as far as it is true: the sightings of a target species it holds that the agent
-    really saw (that animal on that cell, which it has had in view), and the route, sweep or waypoint
-    line it wrote itself (kept as written). A target the agent saw and did not note stays off it: one
-    in view now the teacher notes as its Thought says it (relative, policies.notepad_text), which a
-    learner can copy; written back as a map cell it would teach two-digit addition."""
-    real = {(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen}
-    seen = [sighting for sighting in notepad_sightings(episode.notepad)
-            if sighting in real and sighting[0] in episode.mission.targets]
+    """The notepad the agent would have if it wrote down only what it saw: every animal on a cell it
+    has had in view, and the route, sweep or waypoint line it wrote itself (kept as written)."""
+    seen = [(animal.species, animal.cell) for animal in episode.world.animals if animal.cell in episode.seen]
     goal, route = notepad_route(episode.notepad)
     route_line = route_text(goal, route) if goal is not None and route else ""
     waypoint = notepad_waypoint(episode.notepad)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localqwen.runtime.tool_loop import Tool, ToolError, ToolRun, run_tool
-from localqwen_safari.bearings import pin_sightings, with_bearings
+from localqwen_safari.bearings import pin_sightings, with_bearings, with_waypoint_bearing
 from localqwen_safari.missions import Mission
 from localqwen_safari.world import MOVES, SPECIES, Cell, World
 
@@ -125,26 +125,20 @@ class Episode:
     def compact_context(self, *, show_notepad: bool = True) -> str:
         """The same facts in far fewer tokens, for a tiny model trained from scratch (the
         ``compact`` prompt profile): mission, turn, position, finds, notepad, last results, the
-        species to find now. The notepad with each sighting's and waypoint's bearing from here
-        (bearings.with_bearings), as the full context shows it: the teachers write their sightings
-        as the Thought says them, so the notepad pins them where they were seen and the bearing walks
-        a learner back to them (README, "Sightings noted as seen"). Shown beside sightings the
-        learner worked out by itself, bearings walked it to cells it had miscounted (README, "Reached,
-        and the round's next waypoint")."""
+        species to find now. The notepad's sightings as written, without bearings: with them in its
+        context the tiny model's tool calls went wrong more often (valid calls 100% -> 90%, README
+        "Learning proof"); a waypoint (the tour's) with its bearing (bearings.with_waypoint_bearing)."""
         row, col = self.position
         lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
                  f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
-                 "Notepad: " + ((with_bearings(self.notepad, self.position) or "(empty)")
+                 "Notepad: " + ((with_waypoint_bearing(self.notepad, self.position) or "(empty)")
                                 if show_notepad else "(hidden)")]
         lines += [f"{run.name}: {run.result}" for run in self.last_runs]
         if self.turn and not self.last_runs:
             lines.append("No tool call.")
         # The species to find now, last: the compact profile puts the view image right after it,
         # so each cell's image token can read which species is asked (README, "Marking the target").
-        # Every target left, the current first ("Find: lion, then zebra."): the cells can then mark the
-        # later one too, whose sighting the Thought says and the notepad keeps (look.target_sentence).
-        left = [target for target in self.mission.targets if target not in self.found]
-        lines.append(f"Find: {', then '.join(left)}." if left else "Find: nothing more.")
+        lines.append(f"Find: {self.current_target}." if self.current_target else "Find: nothing more.")
         return "\n".join(lines)
 
     # -- playing -------------------------------------------------------------------------------

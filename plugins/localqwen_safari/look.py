@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from localqwen_safari.policies import nearest_in_view, offset_text, visible_animals
+from localqwen_safari.policies import offset_text, visible_animals
 from localqwen_safari.prompts import system_prompt
 
 if TYPE_CHECKING:
@@ -40,7 +40,8 @@ def look_targets(episode: Episode) -> list[str]:
 
 def nearest(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> Cell | None:
     """The map cell of the nearest animal of ``species`` in view (nearest as the teachers pick it)."""
-    return nearest_in_view(species, here, in_view)
+    cells = [cell for name, cell in in_view if name == species]
+    return min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell)) if cells else None
 
 
 def sighting(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> str:
@@ -52,16 +53,8 @@ def sighting(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> str:
 
 def target_sentence(targets: list[str], here: Cell, in_view: list[tuple[str, Cell]]) -> str:
     """What the compact Thought begins with: the current target's :func:`sighting` ("No lion in
-    view." / "The lion is 2 rows down and 3 cols right."), then the sighting of each later target
-    in view ("The zebra is 4 rows up."), or nothing once every target is found. The later ones are
-    what the teachers note for afterwards (policies.target_sightings), written on the notepad as
-    this sentence says them, so a find-two learner that walks back to its second target reads its
-    bearing instead of working it out (README, "Sightings noted as seen")."""
-    if not targets:
-        return ""
-    later = [sighting(species, here, in_view) for species in dict.fromkeys(targets[1:])
-             if species != targets[0] and nearest(species, here, in_view) is not None]
-    return " ".join([sighting(targets[0], here, in_view), *later])
+    view." / "The lion is 2 rows down and 3 cols right."), or nothing once every target is found."""
+    return sighting(targets[0], here, in_view) if targets else ""
 
 
 def look_line(targets: list[str], here: Cell, in_view: list[tuple[str, Cell]]) -> str:

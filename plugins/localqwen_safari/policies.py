@@ -117,47 +117,17 @@ def route_text(goal: Cell, moves: list[tuple[str, int]]) -> str:
     return f"Route to ({goal[0]}, {goal[1]}): " + ", ".join(f"{direction} {steps}" for direction, steps in moves) + "."
 
 
-def notepad_text(sightings: list[tuple[str, Cell]], here: Cell | None = None,
-                 fresh: list[tuple[str, Cell]] | None = None) -> str:
+def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
     """The sightings line the expert keeps: "Seen: zebra at (5, 3); lion at (6, 20)." ("" for none).
-    The ``fresh`` ones, seen from ``here`` this turn, written as the compact Thought says where they
-    are ("lion 2 rows down and 3 cols right"), which the notepad pins to their map cells
-    (bearings.pin_sightings): a learner copies its own Thought's sentence instead of adding its
-    position to an offset, the two-digit addition that put a tiny model's notes at cells it never
-    saw (README, "Sightings noted as seen"). The stored notepad then holds map cells, so they stay
-    true however far the agent walks."""
+    Map cells, not sightings relative to itself (which the notepad would take, bearings.py): with
+    "zebra 2 down 3 right" written into its notepad calls, a tiny model trained on the expert's
+    turns mixed up the notepad's words and the move's, and wrote move arguments under other tools'
+    names (README, "Learning proof")."""
     if not sightings:
         return ""
     order = {name: i for i, name in enumerate(SPECIES)}
     ordered = sorted(set(sightings), key=lambda item: (order[item[0]], item[1]))
-    fresh_cells = set(fresh or ())
-
-    def entry(species: str, cell: Cell) -> str:
-        if here is not None and (species, cell) in fresh_cells:
-            return f"{species} {offset_text(here, cell)}"
-        return f"{species} at ({cell[0]}, {cell[1]})"
-
-    return "Seen: " + "; ".join(entry(species, cell) for species, cell in ordered) + "."
-
-
-def nearest_in_view(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> Cell | None:
-    """The map cell of the nearest animal of ``species`` in view (fewest steps, then the lower cell):
-    the one the compact Thought's sentence names (look.sighting) and the teachers walk to."""
-    cells = [cell for name, cell in in_view if name == species]
-    return min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell)) if cells else None
-
-
-def target_sightings(episode: Episode) -> tuple[list[tuple[str, Cell]], list[tuple[str, Cell]]]:
-    """What the teachers note: the mission's targets only, as (noted, fresh). ``noted``: the
-    notepad's sightings of a target; ``fresh``: for each target species in view, its nearest animal
-    where the notepad does not hold it yet (the one the compact Thought says the place of). Other
-    species are never asked for, and each word on the notepad is one a learner must write."""
-    targets = set(episode.mission.targets)
-    noted = [sighting for sighting in notepad_sightings(episode.notepad) if sighting[0] in targets]
-    visible = visible_animals(episode)
-    in_view = [(species, nearest_in_view(species, episode.position, visible)) for species in episode.mission.targets]
-    fresh = [(species, cell) for species, cell in in_view if cell is not None and (species, cell) not in noted]
-    return noted, list(dict.fromkeys(fresh))  # type: ignore[arg-type]  # cells checked not None
+    return "Seen: " + "; ".join(f"{species} at ({r}, {c})" for species, (r, c) in ordered) + "."
 
 
 def offset_text(here: Cell, there: Cell) -> str:
@@ -222,11 +192,10 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
     """Declare, walk to a target seen in view or noted, or explore with ``explore``."""
     here = episode.position
     visible = visible_animals(episode)
-    noted, fresh = target_sightings(episode)
-    sightings = noted + fresh
+    sightings = notepad_sightings(episode.notepad) + visible
     calls: list[Call] = []
-    notepad = notepad_text(sightings, here, fresh)
-    if notepad and notepad != episode.notepad:  # a fresh sighting (written relative) always differs
+    notepad = notepad_text(sightings)
+    if notepad and notepad != episode.notepad:
         calls.append(("update_notepad", {"text": notepad}))
     seen_text = ("I see " + ", ".join(f"{_a(s)} at ({r}, {c})" for s, (r, c) in visible) + ".") if visible \
         else "I see no animals."
@@ -244,8 +213,10 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
             return Decision(f"{seen_text} The {target} at ({spot[0]}, {spot[1]}) is within one cell of me, so I "
                             "declare it found.", calls + [("declare_found", {"species": target})], "declare")
         reach = _turn_search(episode, optimistic=True)
-        if any(_near(cell, spot) for cell in reach):
-            direction, steps = _move_to_spot(episode, spot)
+        goals = [cell for cell in reach if _near(cell, spot)]
+        if goals:
+            goal = min(goals, key=lambda cell: (reach[cell][0], cell))
+            direction, steps = reach[goal][1]
             where = "remembered from my notepad" if (target, spot) not in visible else "in view"
             return Decision(f"{seen_text} The {target} ({where}) is at ({spot[0]}, {spot[1]}), "
                             f"{offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
@@ -369,34 +340,6 @@ def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_tex
     return Decision(" ".join(part for part in (seen_text, f"I have not seen {_a(target)} yet.", why, where,
                                                 f"{_move_text(direction, steps)} to explore.") if part),
                     calls + [("move", {"direction": direction, "steps": steps})], situation)
-
-
-def _move_to_spot(episode: Episode, spot: Cell) -> tuple[str, int]:
-    """The move towards an animal at ``spot``: on a fewest-turns way to a cell beside it (unseen
-    ground counted open), the one that lands nearest to it (steps up and across), then the one
-    along the way it lies farther (bearings.farther_way), then the fixed order of MOVES. Every
-    part of that a learner reads off its Thought's "The lion is 3 rows down and 5 cols right." and
-    the openings: walk the farther way as far as the view is open, stopping beside it. The first
-    move of a breadth-first search, taken before, went up or down first and stopped one cell short
-    going down but one past going up (the nearest beside-cell was the one with the lower row): in
-    play the model's moves agreed with it on half the turns with the target in view (README,
-    "Sightings noted as seen")."""
-    here = episode.position
-    beside = [(spot[0] + dr, spot[1] + dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if dr or dc]
-    # turns from a cell beside it are turns to it: a move walked back is a move (_turn_search)
-    searches = [_turn_search(episode, optimistic=True, start=cell) for cell in beside
-                if _passable(episode, cell, optimistic=True)]
-    farther = farther_way(here, spot)
-    ways = []
-    for direction, (dr, dc) in MOVES.items():
-        for steps in range(1, open_steps(episode, direction) + 1):
-            landing = (here[0] + dr * steps, here[1] + dc * steps)
-            turns = 0 if _near(landing, spot) else min((search[landing][0] for search in searches if landing in search),
-                                                       default=None)
-            if turns is not None:
-                ways.append((turns, abs(landing[0] - spot[0]) + abs(landing[1] - spot[1]), direction != farther,
-                             list(MOVES).index(direction), (direction, steps)))
-    return min(ways)[-1]  # some way: asked only where the turn search reached a cell beside it
 
 
 def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int, tuple[str, int]]]) -> tuple[str, int]:

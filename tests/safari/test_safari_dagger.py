@@ -11,7 +11,7 @@ from event_streams import drain
 from localqwen_safari.dagger import aggregate, collect_rows, expert_label, honest_notepad
 from localqwen_safari.episode import Episode
 from localqwen_safari.missions import KINDS, Mission, mission_for_seed
-from localqwen_safari.policies import Decision, expert, notepad_sightings, random_policy, sweeper, tour
+from localqwen_safari.policies import Decision, expert, random_policy, sweeper, tour
 
 from localqwen.training.data import read_rows, validate_rows
 
@@ -41,30 +41,12 @@ def test_an_invented_sighting_is_not_followed_and_is_struck_from_the_notepad():
     mission = lion_near_zebra_far()
     episode = Episode.start(mission)
     episode.notepad = "Seen: zebra at (3, 3). Route to (9, 2): down 4."
-    # the lion in view is no target: nobody notes it
-    assert honest_notepad(episode) == "Route to (9, 2): down 4."
+    assert honest_notepad(episode) == "Seen: lion at (0, 0). Route to (9, 2): down 4."
     label = expert_label(episode)
     assert label.calls[0][0] == "update_notepad" and "zebra" not in label.calls[0][1]["text"]
-    assert "lion" not in label.calls[0][1]["text"]
+    assert "lion at (0, 0)" in label.calls[0][1]["text"]
     assert label.situation != "target remembered"  # the made-up zebra is not walked to
     assert "declare_found" not in [name for name, _ in label.calls]
-
-
-def test_a_target_in_view_the_agent_did_not_note_is_labelled_as_its_thought_says_it():
-    # find-two: the zebra (the second target) two cells away in view, a lion far off; the agent's
-    # notepad forgot the zebra, so the label notes it as the Thought says it, relative to the agent
-    # (a copy, not two-digit addition), and the notepad pins it to its cell.
-    rows = ["Z" + "." * 9] + ["." * 10] * 14 + ["." * 9 + "L"]
-    episode = Episode.start(Mission("m", "find-two", ("lion", "zebra"), map=tuple(rows), start=(2, 2)))
-    episode.notepad = "Seen: elephant at (3, 3)."
-    assert honest_notepad(episode) == ""
-    label = expert_label(episode)
-    name, arguments = label.calls[0]
-    assert name == "update_notepad" and arguments["text"].startswith("Seen: zebra 2 rows up and 2 cols left.")
-    episode.play_turn(label.calls)
-    assert notepad_sightings(episode.notepad) == [("zebra", (0, 0))]
-    # once noted, it stays as noted (a map cell), and the label leaves it alone
-    assert honest_notepad(episode).startswith("Seen: zebra at (0, 0).")
 
 
 class RandomBatch:

@@ -9,16 +9,7 @@ import pytest
 from event_streams import drain
 from localqwen_safari.dataset import CONVERSATIONS_FILE, DATASET_FILE, generate
 from localqwen_safari.episode import Episode
-from localqwen_safari.look import (
-    LOOK_PREFIX,
-    look_line,
-    look_targets,
-    pinned,
-    sighting,
-    target_sentence,
-    true_look,
-    with_look,
-)
+from localqwen_safari.look import LOOK_PREFIX, look_line, look_targets, pinned, sighting, true_look, with_look
 from localqwen_safari.missions import Mission, mission_for_seed
 from localqwen_safari.model_policy import ModelPolicy, model_messages
 from localqwen_safari.policies import visible_animals
@@ -39,16 +30,6 @@ def test_a_perfect_look_names_the_nearest_animal_of_the_species_or_none():
     assert sighting("giraffe", here, in_view) == "No giraffe in view."
     assert look_line(["lion", "giraffe"], here, in_view) == \
         "The lion is 2 rows down and 3 cols right, at (4, 6). No giraffe in view."
-
-
-def test_the_thought_s_lead_names_the_current_target_then_each_later_one_in_view():
-    here = (2, 3)
-    in_view = [("lion", (6, 7)), ("lion", (4, 6)), ("zebra", (0, 0))]
-    assert target_sentence(["lion", "zebra"], here, in_view) == \
-        "The lion is 2 rows down and 3 cols right. The zebra is 2 rows up and 3 cols left."
-    assert target_sentence(["giraffe", "zebra"], here, in_view) == "No giraffe in view. The zebra is 2 rows up and 3 cols left."
-    assert target_sentence(["zebra", "giraffe"], here, in_view) == "The zebra is 2 rows up and 3 cols left."  # none later in view
-    assert target_sentence([], here, in_view) == ""
 
 
 def test_an_answer_gets_the_map_cell_it_names_and_nothing_else_is_trusted():
