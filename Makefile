@@ -9,8 +9,9 @@ PIP_INSTALL := $(BIN)/pip install --constraint constraints.txt
 # llama.cpp built for any x86-64 CPU with AVX2, not with -march=native: a native build on an
 # AMX-capable Xeon (Sapphire Rapids) repacks Q4_K weights into AMX buffers and segfaults on the
 # first decode (ggml-org/llama.cpp#20824; seen here 2026-12-03 with llama-cpp-python 0.3.36), and a
-# native build would not run on another CPU anyway (the desktop build ships it). Built without pip's
-# cache, so a native wheel cached earlier is not reused.
+# native build would not run on another CPU anyway (the desktop build ships it). Built first, without
+# pip's cache, so a native wheel cached earlier is not reused; the version is left to pyproject's
+# `llama` extra, and the flags stay set for the project's install in case that one rebuilds it.
 LLAMA_CMAKE_ARGS := $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON,)
 
 .PHONY: setup run test test-fast lint bench browser clean desktop desktop-smoke
@@ -21,8 +22,8 @@ $(BIN)/python:
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
 	$(PIP_INSTALL) torch==2.14.1 torchvision==0.29.1
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) --no-cache-dir 'llama-cpp-python>=0.3.8'
-	$(PIP_INSTALL) -e '.[all,test]'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) --no-cache-dir llama-cpp-python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) -e '.[all,test]'
 	# llama.cpp's GGUF converter, unpacked from the installed llama-cpp-python's sdist (export works offline after)
 	-$(BIN)/python -m localqwen.training.llama_converter
 	touch $(STAMP)
