@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from web_process import start_web, stop_web
+from web_process import start_web, stop_web, worker_port
 
 from localqwen.app import Workbench
 from localqwen.web.server import WebConfigError, choose_port, parse_auth, plan_launch
@@ -262,7 +262,7 @@ def server(tmp_path_factory):
     write_distribution(site, name="lqf-showcase", entry_points={"showcase": "lqf_showcase.plugin:ShowcasePlugin"})
     env = {"LOCALQWEN_HOME": str(home), "LOCALQWEN_NO_THIRD_PARTY_PLUGINS": "0", "LOCALQWEN_PLUGINS": ONLY,
            "PYTHONPATH": os.pathsep.join([str(site), str(SUPPORT), str(ROOT / "tests" / "support")])}
-    port = choose_port("127.0.0.1", 17860)
+    port = choose_port("127.0.0.1", worker_port(17860))
     with socket.socket() as blocker:  # the wanted port is busy: the server must move on
         blocker.bind(("127.0.0.1", port))
         view = start_web(env, "--max-upload", "1mb", base_port=port, exact_port=True)

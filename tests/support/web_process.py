@@ -21,6 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 URL_LINE = "LocalQwen web view: "
+PORT_BLOCK = 2000  # each xdist worker's ports: the tests' base ports span 17860-18960
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run")
 
@@ -36,15 +37,25 @@ class WebView:
         return int(self.url.rstrip("/").rsplit(":", 1)[1])
 
 
+def worker_port(base: int) -> int:
+    """``base`` moved into this pytest-xdist worker's own block of ports. Tests of one module run
+    on both workers, so a module's server fixture starts twice at once: each worker found the same
+    port free, and one bound it (or a socket blocking it) while the other's server was starting
+    there ("Cannot find empty port", 2026-12-03)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    return base + PORT_BLOCK * int(worker or 0)
+
+
 def start_web(env: dict[str, str], *args: str, base_port: int, exact_port: bool = False,
               timeout: float = 120) -> WebView:
     """Start ``localqwen web --port <free port from base_port> *args`` and wait for its address.
 
     ``env`` is added to this process's environment (LOCALQWEN_HOME, LOCALQWEN_PLUGINS ...);
-    ``exact_port`` hands ``base_port`` over as it is (to test the server's own busy-port rule)."""
+    ``exact_port`` hands ``base_port`` over as it is (to test the server's own busy-port rule; the
+    caller moves it into its worker's block), else it starts from :func:`worker_port`."""
     from localqwen.web.server import choose_port
 
-    port = base_port if exact_port else choose_port("127.0.0.1", base_port)
+    port = base_port if exact_port else choose_port("127.0.0.1", worker_port(base_port))
     # One torch thread (unless ``env`` says otherwise): a tiny model on two threads competing with
     # this process and Chromium for 2 cores ran 20-90x slower a step (tests/training/test_training_jobs.py).
     process = subprocess.Popen([sys.executable, "-m", "localqwen.cli.main", "web", "--port", str(port), *args],
