@@ -68,6 +68,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "where to explore from all it has seen), the sweeper or the tour (every decision rests on one turn)")
     parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
                         help="the tiny model's image patches merged per token, each way (2: 25 tokens; 1: one per cell)")
+    parser.add_argument("--hidden", type=int, default=96, help="the tiny model's decoder width (heads of 32)")
+    parser.add_argument("--layers", type=int, default=3, help="the tiny model's decoder layers")
     parser.add_argument("--oversample", type=int, default=None,
                         help="training rows hold each turn with the target in sight or in reach this many times "
                              "(with --marking: such rows are drawn this many times as often; default 12 with "
@@ -513,7 +515,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             from localqwen_safari.learning import build_tiny_model, count_parameters
 
             base = build_tiny_model(work / "base", teacher=args.teacher, merge=args.merge, seed=args.seed,
-                                    openings=args.openings)
+                                    openings=args.openings, hidden=args.hidden, layers=args.layers)
             parameters = report["parameters"] = count_parameters(base)
             print(f"tiny Qwen3-VL: {parameters:,} parameters (embeddings included) in "
                   f"{time.monotonic() - started:.0f} s", flush=True)
