@@ -13,8 +13,8 @@ from typing import Any, Literal
 from localqwen.plugin_api import Context, Extensions, Form, Plugin, Requirements, action, field
 from localqwen.plugin_api import events as ev
 
-PolicyName = Literal["expert", "sweeper", "tour", "greedy", "random", "model"]
-TeacherName = Literal["expert", "sweeper", "tour"]
+PolicyName = Literal["expert", "sweeper", "tour", "compass", "greedy", "random", "model"]
+TeacherName = Literal["expert", "sweeper", "tour", "compass"]
 KindName = Literal["find-one", "find-two"]
 
 

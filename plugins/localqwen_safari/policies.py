@@ -1,4 +1,4 @@
-"""Scripted players: ``random``, ``greedy``, ``expert``, ``sweeper`` and ``tour``.
+"""Scripted players: ``random``, ``greedy``, ``expert``, ``sweeper``, ``tour`` and ``compass``.
 
 Each policy is a pure function of what the agent could know (the episode's current view, the
 cells it has had in view, its notepad, the results it read) and returns a :class:`Decision`: a
@@ -15,6 +15,7 @@ import re
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from localqwen_safari.bearings import WAYPOINT, farther_way, offset_parts, within_reach
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
@@ -58,6 +59,7 @@ SITUATIONS_MET = {"expert": ("declare", "finish", "target in view", "target reme
                               "explore (sweep turn)"),
                   "tour": ("declare", "finish", "target in view", "target remembered", "explore (waypoint on)",
                            "explore (waypoint next)")}
+SITUATIONS_MET["compass"] = SITUATIONS_MET["tour"]
 
 
 @dataclass
@@ -185,7 +187,19 @@ def tour(episode: Episode) -> Decision:
     return _go_for_target(episode, _explore_by_tour)
 
 
+def compass(episode: Episode) -> Decision:
+    """The tour's round of waypoints, each exploring move read off what the turn's context shows:
+    the bearing to the waypoint, the open steps in view and the last move (:func:`_move_by_bearing`).
+    The tour's move rests on a turn search over every cell seen so far; a learner that imitates it
+    took the tour's move on 45% of turns (README, "Reached, and the round's next waypoint"). This
+    rule agrees with the tour on 75% of all its turns and wins a little less itself (64.7% / 38.3%
+    on seeds 1000-1299, the tour 75.7% / 43.0%): a teacher that is easier to learn."""
+    return _go_for_target(episode, partial(_explore_by_tour, move=_move_by_bearing))
+
+
 Explore = Callable[[Episode, list[Call], str, str, str], Decision]
+# A move towards an exploring goal, given the turn search from it (unseen ground counted open).
+MoveRule = Callable[[Episode, Cell, dict[Cell, tuple[int, tuple[str, int]]]], tuple[str, int]]
 
 
 def _go_for_target(episode: Episode, explore: Explore) -> Decision:
@@ -295,8 +309,10 @@ def _explore_by_sweep(episode: Episode, calls: list[Call], notepad: str, seen_te
                     calls + [("move", {"direction": move[0], "steps": move[1]})], situation)
 
 
-def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_text: str, target: str) -> Decision:
-    """The tour's exploring (see :func:`tour`)."""
+def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_text: str, target: str, *,
+                     move: MoveRule | None = None) -> Decision:
+    """The tour's exploring (see :func:`tour`); ``move`` picks the move towards the waypoint
+    (default :func:`_move_towards`; the compass's :func:`_move_by_bearing`)."""
     here = episode.position
     round_ = tour_waypoints(episode.world.size)
     waypoint = notepad_waypoint(episode.notepad)
@@ -335,7 +351,7 @@ def _explore_by_tour(episode: Episode, calls: list[Call], notepad: str, seen_tex
         direction = next((d for d, (dr, dc) in MOVES.items() if _passable(episode, (here[0] + dr, here[1] + dc))), "up")
         return Decision(f"{seen_text} No unexplored ground is reachable from here. {_move_text(direction, 1)}.",
                         calls + [("move", {"direction": direction, "steps": 1})], situation)
-    direction, steps = _move_towards(episode, waypoint, from_waypoint)
+    direction, steps = (move or _move_towards)(episode, waypoint, from_waypoint)
     where = f"My waypoint is ({waypoint[0]}, {waypoint[1]}), {offset_text(here, waypoint)}."
     return Decision(" ".join(part for part in (seen_text, f"I have not seen {_a(target)} yet.", why, where,
                                                 f"{_move_text(direction, steps)} to explore.") if part),
@@ -362,6 +378,40 @@ def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int,
             if turns is not None:
                 ways.append((turns, -steps, direction != farther, list(MOVES).index(direction), (direction, steps)))
     return min(ways)[-1]
+
+
+_SIDEWAYS = {"up": ("left", "right"), "down": ("left", "right"), "left": ("up", "down"), "right": ("up", "down")}
+
+
+COMPASS_LONG_MOVE = 3  # a way open this far (or as far as the waypoint lies that way) is worth a turn
+
+
+def _move_by_bearing(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int, tuple[str, int]]]) -> tuple[str, int]:
+    """The compass's move towards ``goal`` from one turn's context alone (``from_goal`` unused: it
+    is the tour's search). The ways in order: the way the goal lies farther, the other way of its
+    bearing (each as many steps as the goal lies that way, as far as open), the two sideways of the
+    farther way (the more open first, as far as open), then back. It takes the first that does not
+    undo the last move and walks a long move (:data:`COMPASS_LONG_MOVE` steps, or all the way to the
+    goal's row or col); else the first open one that does not undo the last move; else any open
+    one. Taking any open way first won 61.7% / 34.7% on seeds 1000-1299 (short moves along the
+    bearing waste turns); a long move first 64.7% / 38.3% (at least 4 steps: 62.3% / 36.0%)."""
+    here = episode.position
+    parts = sorted(offset_parts(here, goal), key=lambda part: -part[0])  # stable: rows first on a tie
+    lies = {direction: count for count, direction, _ in parts}
+    opened = {direction: open_steps(episode, direction) for direction in MOVES}
+    ways = [(direction, min(opened[direction], count)) for count, direction, _ in parts]
+    farther = parts[0][1] if parts else "up"
+    for direction in sorted(_SIDEWAYS[farther], key=lambda d: (-opened[d], list(MOVES).index(d))):
+        if direction not in [way[0] for way in ways]:
+            ways.append((direction, opened[direction]))
+    if OPPOSITE[farther] not in [way[0] for way in ways]:
+        ways.append((OPPOSITE[farther], opened[OPPOSITE[farther]]))
+    last = next((run.arguments.get("direction") for run in episode.last_runs if run.name == "move"), None)
+    undo = OPPOSITE.get(last) if isinstance(last, str) else None
+    open_ways = [way for way in ways if way[1] >= 1]
+    onward = [way for way in open_ways if way[0] != undo]
+    long_ones = [way for way in onward if way[1] >= COMPASS_LONG_MOVE or way[1] == lies.get(way[0])]
+    return next(iter(long_ones + onward + open_ways), (farther, 1))
 
 
 def view_route(episode: Episode, goal: Cell) -> tuple[str, int] | None:
@@ -624,8 +674,8 @@ def random_policy(episode: Episode) -> Decision:
 
 
 POLICIES: dict[str, Policy] = {"random": random_policy, "greedy": greedy, "expert": expert, "sweeper": sweeper,
-                                 "tour": tour}
-TEACHERS = ("expert", "sweeper", "tour")  # the scripted players whose turns a model is trained on
+                                 "tour": tour, "compass": compass}
+TEACHERS = ("expert", "sweeper", "tour", "compass")  # the scripted players whose turns a model is trained on
 
 
 def get_policy(name: str) -> Policy:

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from localqwen.plugin_api import Context
     from localqwen_safari.policies import Policy
 
-SCRIPTED = ("expert", "sweeper", "tour", "greedy", "random")
+SCRIPTED = ("expert", "sweeper", "tour", "compass", "greedy", "random")
 WATCHABLE = (*SCRIPTED, "model")
 
 

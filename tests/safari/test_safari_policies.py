@@ -14,6 +14,7 @@ from localqwen_safari.policies import (
     SITUATIONS,
     SITUATIONS_MET,
     Decision,
+    compass,
     expert,
     notepad_route,
     notepad_sightings,
@@ -40,7 +41,7 @@ def test_thought_parser_and_consistency():
                                        [("declare_found", {"species": "lion"})]))
 
 
-@pytest.mark.parametrize("teacher", [expert, sweeper, tour], ids=["expert", "sweeper", "tour"])
+@pytest.mark.parametrize("teacher", [expert, sweeper, tour, compass], ids=["expert", "sweeper", "tour", "compass"])
 def test_expert_thought_states_its_move_and_notepad_holds_sightings(teacher):
     moves = 0
     for seed in range(2000, 2030):
@@ -144,11 +145,12 @@ def test_the_sweeper_sweeps_in_rows_written_on_its_notepad():
     assert episode.success  # it swept down to the zebra in the bottom right corner
 
 
-@pytest.mark.parametrize("teacher", [sweeper, tour], ids=["sweeper", "tour"])
+@pytest.mark.parametrize("teacher", [sweeper, tour, compass], ids=["sweeper", "tour", "compass"])
 def test_the_sweepers_and_the_tours_exploring_rests_on_one_turn_only(teacher):
     """Forget every cell it saw before this turn: an exploring decision stays the same (the expert's
     new goals would change: they rest on all it has seen). For the tour, the waypoint it writes stays
-    the same; its move may not, where the way round water crosses ground it saw earlier."""
+    the same; its move may not, where the way round water crosses ground it saw earlier. The compass's
+    move reads the view alone, so all of its decision stays."""
     checked = 0
     for seed in range(3000, 3010):
         episode = Episode.start(mission_for_seed("find-two", seed))
@@ -220,10 +222,43 @@ def test_the_tour_goes_on_past_one_reached_waypoint_a_turn_and_breaks_ties_the_f
 
 
 
-@pytest.mark.parametrize("name", ["expert", "sweeper", "tour"])
+@pytest.mark.parametrize("name", ["expert", "sweeper", "tour", "compass"])
 def test_each_teacher_meets_the_situations_it_is_said_to(name):
     met = set()
     for seed in range(1000, 1060):
         episode = Episode.start(mission_for_seed("find-two" if seed % 2 else "find-one", seed))
         met |= {turn.decision.situation for turn in play_turns(episode, POLICIES[name])}
     assert met == set(SITUATIONS_MET[name]) and met <= set(SITUATIONS)
+
+
+def test_the_compass_reads_its_move_off_the_bearing_the_view_and_the_last_move():
+    rows = ["." * 32 for _ in range(31)] + ["Z" + "." * 31]
+    # 4 up and 13 right, every way open: the farther way, as far as open (the tour's move too)
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(8, 6)))
+    episode.notepad = "Waypoint (4, 19)."
+    assert compass(episode).calls[-1] == ("move", {"direction": "right", "steps": 4})
+    # water right beside it: the other way of the bearing, as many steps as the waypoint lies that way
+    rows[6] = "......." + "~" + "." * 24
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(6, 6)))
+    episode.notepad = "Waypoint (4, 19)."
+    decision = compass(episode)
+    assert decision.calls[-1] == ("move", {"direction": "up", "steps": 2}) and thought_consistent(decision)
+    # the same after a move down: up would undo it, so it sidesteps down, as far as open
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(5, 6)))
+    episode.play_turn([("move", {"direction": "down", "steps": 1})])
+    episode.notepad = "Waypoint (4, 19)."
+    assert episode.position == (6, 6)
+    assert compass(episode).calls[-1] == ("move", {"direction": "down", "steps": 4})
+
+
+def test_the_compass_takes_a_long_move_before_a_short_one_along_the_bearing():
+    rows = ["." * 32 for _ in range(31)] + ["Z" + "." * 31]
+    rows[8] = "." * 8 + "~" + "." * 23  # one step open to the right, the way the waypoint lies farther
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(8, 6)))
+    episode.notepad = "Waypoint (4, 19)."  # 4 up 13 right
+    decision = compass(episode)
+    assert decision.calls[-1] == ("move", {"direction": "up", "steps": 4}) and thought_consistent(decision)
+    rows[4] = "." * 6 + "~" + "." * 25  # up open 3 now: still a long move, so still up
+    episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(8, 6)))
+    episode.notepad = "Waypoint (4, 19)."
+    assert compass(episode).calls[-1] == ("move", {"direction": "up", "steps": 3})
