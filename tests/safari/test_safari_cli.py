@@ -93,7 +93,7 @@ def test_evaluate_json_ends_with_the_numbers_per_policy():
 def test_evaluate_compare_runs_every_baseline_and_one_policy_puts_its_numbers_on_top():
     events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--compare", "--kind", "find-two",
                                          "--seeds", "1-4", "--json"]))
-    assert [run["policy"] for run in events[-1]["result"]["runs"]] == ["expert", "random", "greedy", "sweeper", "tour"]
+    assert [run["policy"] for run in events[-1]["result"]["runs"]] == ["expert", "random", "greedy", "sweeper", "tour", "compass"]
     # agreement is measured against the teacher asked for: the sweeper agrees with itself, not the expert
     events = _events(runner.invoke(app, ["run", "safari", "evaluate", "--policy", "sweeper", "--policy", "expert",
                                          "--teacher", "sweeper", "--seeds", "1-4", "--json"]))
