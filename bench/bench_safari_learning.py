@@ -39,6 +39,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from localqwen_safari.policies import TEACHERS  # noqa: E402  (pure Python; after the path is set)
 
 EVAL_SEED_START = 1000  # the README's evaluation seeds; training seeds start at 100,000
+SAME_SEEDS = "model (ablation seeds)"  # the model's run cut to the ablations' missions
 HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 60  # expert rows for the teacher-forced check (~1,000 moves)
 GOALS = {  # the issue's goals for the trained model
     "find-one success": ">= 0.65", "find-two success": ">= 0.35", "valid tool calls": ">= 0.99",
@@ -405,6 +406,7 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
                  ("model (notepad hidden)", "find-two", {"hide_notepad": True}, args.ablation_seeds)]
     deadline = time.monotonic() + args.eval_minutes * 60 if args.eval_minutes else None
     tallies = [Tally() for _ in plan]
+    same_seeds: list[dict[str, Any]] = []  # the model's first --ablation-seeds missions, where fewer than --seeds
     spent = [0.0] * len(plan)  # seconds of each run's own batches
     games = []
     for (_name, kind, ablation, seeds), tally in zip(plan, tallies, strict=True):
@@ -432,15 +434,22 @@ def evaluate_all(args: argparse.Namespace, engine: Any, views: Path, prompt: str
             print(f"  {plan[index][0]} on {plan[index][1]}: {tallies[index].episodes}/{plan[index][3]} episodes "
                   f"(batch {time.monotonic() - batch_started:.0f} s)", flush=True)
             print("    so far: " + _row(_run(plan[index][0], plan[index][1], tallies[index], spent[index])), flush=True)
+            if plan[index][0] == "model" and not args.no_ablations and tallies[index].episodes == args.ablation_seeds \
+                    and args.ablation_seeds < plan[index][3]:
+                # the model on the ablations' own missions, so an ablation's cost compares like with like
+                # (taken where a batch ends there: --ablation-seeds a multiple of --eval-batch)
+                same_seeds.append(_run(SAME_SEEDS, plan[index][1], tallies[index], spent[index]))
             if save is not None:  # a run killed later still leaves what it measured
                 save([_run(name, kind, tally, seconds) for (name, kind, _a, _s), tally, seconds
                       in zip(plan, tallies, spent, strict=True)])
     runs: list[dict[str, Any]] = []
     played: dict[str, int] = {}
     for (name, kind, _ablation, _seeds), tally, seconds in zip(plan, tallies, spent, strict=True):
-        runs.append(_run(name, kind, tally, seconds))
+        these = [_run(name, kind, tally, seconds)] + [run for run in same_seeds if name == "model" and run["kind"] == kind]
+        runs += these
         played[kind] = max(played.get(kind, 0), tally.episodes)
-        print(_row(runs[-1]), flush=True)
+        for run in these:
+            print(_row(run), flush=True)
     if save is not None:
         save(runs)
     for kind in KINDS:  # the baselines on the very missions the model finished
@@ -489,8 +498,11 @@ def goal_check(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         checks["blank image (find-one)"] = {"value": blank, "goal": f"<= {floor} (random's level)",
                                            "met": blank <= floor}
     if ("model (notepad hidden)", "find-two") in get:
-        cost = get["model", "find-two"]["success_rate"] - get["model (notepad hidden)", "find-two"]["success_rate"]
-        checks["hidden notepad cost (find-two)"] = {"value": round(cost, 4), "goal": 0.15, "met": cost >= 0.15}
+        # against the model on the ablation's own missions where it played more (--ablation-seeds < --seeds)
+        model_two = get.get((SAME_SEEDS, "find-two"), get.get(("model", "find-two"), {}))
+        cost = model_two.get("success_rate", 0.0) - get["model (notepad hidden)", "find-two"]["success_rate"]
+        checks["hidden notepad cost (find-two)"] = {"value": round(cost, 4), "goal": 0.15, "met": cost >= 0.15,
+                                                    "missions": get["model (notepad hidden)", "find-two"]["episodes"]}
     return checks
 
 

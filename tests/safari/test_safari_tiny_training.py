@@ -227,3 +227,22 @@ def test_the_decision_positions_are_the_tokens_of_the_thoughts_stated_move(tmp_p
     one = tokenizer("Thought: I move left 1 step.")["input_ids"]
     assert [pieces[one[position]].strip() for position in decision_positions(one, 0, pieces)] == ["left", "1"]
     assert decision_positions(tokenizer("Thought: Every target is found, so I finish.")["input_ids"], 0, pieces) == []
+
+
+def test_the_learning_bench_prices_the_hidden_notepad_on_the_ablations_own_missions():
+    """The model on 300 missions against the notepad hidden on the first 100: the cost is taken
+    against the model's own first 100 where the bench kept them (2026-12-05: 22.0% on 300, 16.0% on
+    the first 100, hidden 9.0%: 7 points, not 13)."""
+    from bench_scripts import bench_script
+
+    bench = bench_script("bench_safari_learning")
+
+    def run(policy, kind, success, episodes):
+        return {"policy": policy, "kind": kind, "success_rate": success, "episodes": episodes,
+                "valid_tool_calls": 1.0, "action_agreement": 1.0, "thought_consistency": 1.0}
+
+    runs = [run("model", "find-one", 0.487, 300), run("model", "find-two", 0.22, 300),
+            run("model (notepad hidden)", "find-two", 0.09, 100)]
+    assert bench.goal_check(runs)["hidden notepad cost (find-two)"]["value"] == 0.13  # no same-seed record
+    cost = bench.goal_check(runs + [run(bench.SAME_SEEDS, "find-two", 0.16, 100)])["hidden notepad cost (find-two)"]
+    assert cost["value"] == 0.07 and not cost["met"] and cost["missions"] == 100
