@@ -66,7 +66,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, help="expert training episodes (default 200; quick 40)")
     parser.add_argument("--teacher", default="expert", choices=list(TEACHERS),
                         help="whose turns it learns from and agreement is measured against: the expert (plans "
-                             "where to explore from all it has seen), the sweeper or the tour (every decision rests on one turn)")
+                             "where to explore from all it has seen), the sweeper, the tour or the compass (every "
+                             "exploring decision rests on one turn; the compass's on what the turn's text shows)")
     parser.add_argument("--merge", type=int, default=2, choices=[1, 2],
                         help="the tiny model's image patches merged per token, each way (2: 25 tokens; 1: one per cell)")
     parser.add_argument("--hidden", type=int, default=96, help="the tiny model's decoder width (heads of 32)")

@@ -58,7 +58,7 @@ def honest_notepad(episode: Episode) -> str:
 
 
 def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:
-    """What the ``teacher`` (the expert, the sweeper or the tour) would do in the agent's state, asked with
+    """What the ``teacher`` (the expert, the sweeper, the tour or the compass) would do in the agent's state, asked with
     :func:`honest_notepad`; its calls end with the agent's notepad made right (an ``update_notepad``
     first when it differs)."""
     honest = copy.deepcopy(episode)

@@ -74,7 +74,9 @@ class GenerateForm(Form):
                                  help="Whose turns: the expert (plans where to explore from all it has seen) or "
                                       "the sweeper (sweeps in rows; every decision rests on one turn's view and "
                                       "notepad, so a small model learns it more easily) or the tour (walks a fixed "
-                                      "round of waypoints, the next one on its notepad).")
+                                      "round of waypoints, the next one on its notepad) or the compass (the tour's "
+                                      "round, each move read off the bearing, the open ways and the last move: the "
+                                      "easiest to learn).")
     look: bool = field(False, label="Look rows", advanced=True,
                        help="For a model that looks before it replies: each reply's context ends with where the "
                             "targets are in view, and look rows ('Where is the lion?' before the view) follow it.")

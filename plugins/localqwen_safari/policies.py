@@ -193,7 +193,9 @@ def compass(episode: Episode) -> Decision:
     The tour's move rests on a turn search over every cell seen so far; a learner that imitates it
     took the tour's move on 45% of turns (README, "Reached, and the round's next waypoint"). This
     rule agrees with the tour on 75% of all its turns and wins a little less itself (64.7% / 38.3%
-    on seeds 1000-1299, the tour 75.7% / 43.0%): a teacher that is easier to learn."""
+    on seeds 1000-1299, the tour 75.7% / 43.0%): a teacher that is easier to learn (a tiny model it
+    taught agreed with it on 62-67% of its turns in play and won 48.7% / 22.0%: README, "The compass
+    as teacher")."""
     return _go_for_target(episode, partial(_explore_by_tour, move=_move_by_bearing))
 
 
@@ -381,8 +383,6 @@ def _move_towards(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[int,
 
 
 _SIDEWAYS = {"up": ("left", "right"), "down": ("left", "right"), "left": ("up", "down"), "right": ("up", "down")}
-
-
 COMPASS_LONG_MOVE = 3  # a way open this far (or as far as the waypoint lies that way) is worth a turn
 
 
