@@ -399,19 +399,22 @@ def _move_by_bearing(episode: Episode, goal: Cell, from_goal: dict[Cell, tuple[i
     parts = sorted(offset_parts(here, goal), key=lambda part: -part[0])  # stable: rows first on a tie
     lies = {direction: count for count, direction, _ in parts}
     opened = {direction: open_steps(episode, direction) for direction in MOVES}
-    ways = [(direction, min(opened[direction], count)) for count, direction, _ in parts]
     farther = parts[0][1] if parts else "up"
-    for direction in sorted(_SIDEWAYS[farther], key=lambda d: (-opened[d], list(MOVES).index(d))):
-        if direction not in [way[0] for way in ways]:
-            ways.append((direction, opened[direction]))
-    if OPPOSITE[farther] not in [way[0] for way in ways]:
-        ways.append((OPPOSITE[farther], opened[OPPOSITE[farther]]))
-    last = next((run.arguments.get("direction") for run in episode.last_runs if run.name == "move"), None)
-    undo = OPPOSITE.get(last) if isinstance(last, str) else None
-    open_ways = [way for way in ways if way[1] >= 1]
+    sideways = sorted(_SIDEWAYS[farther], key=lambda d: (-opened[d], list(MOVES).index(d)))
+    order = dict.fromkeys([*lies, *sideways, OPPOSITE[farther]])  # each way once, in this order
+    open_ways = [(d, min(opened[d], lies.get(d, MAX_STEPS))) for d in order if opened[d] >= 1]
+    undo = OPPOSITE.get(last_move(episode) or "")
     onward = [way for way in open_ways if way[0] != undo]
     long_ones = [way for way in onward if way[1] >= COMPASS_LONG_MOVE or way[1] == lies.get(way[0])]
     return next(iter(long_ones + onward + open_ways), (farther, 1))
+
+
+def last_move(episode: Episode) -> str | None:
+    """The direction of the move the last turn played (None without one)."""
+    for run in episode.last_runs:
+        if run.name == "move" and run.ok:
+            return str(run.arguments.get("direction"))
+    return None
 
 
 def view_route(episode: Episode, goal: Cell) -> tuple[str, int] | None:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from localqwen_safari.bearings import farther_way
 from localqwen_safari.episode import MAX_STEPS
-from localqwen_safari.policies import OPPOSITE, Decision, heading_waypoint, notepad_waypoint
+from localqwen_safari.policies import OPPOSITE, Decision, heading_waypoint, last_move, notepad_waypoint
 from localqwen_safari.world import MOVES
 
 if TYPE_CHECKING:
@@ -25,14 +25,6 @@ if TYPE_CHECKING:
     from localqwen_safari.policies import Policy
 
 SLIP_KINDS = ("push", "back", "any")
-
-
-def last_move(episode: Episode) -> str | None:
-    """The direction of the move the last turn played (None without one)."""
-    for run in episode.last_runs:
-        if run.name == "move" and run.ok:
-            return str(run.arguments.get("direction"))
-    return None
 
 
 def push_move(episode: Episode) -> tuple[str, int] | None:
