@@ -30,6 +30,7 @@ from localqwen_safari.missions import Mission
 from localqwen_safari.openings import open_ways
 from localqwen_safari.playing import Turn
 from localqwen_safari.policies import (
+    CHECKS_NOTES_BY_SIGHT,
     Decision,
     Policy,
     expert,
@@ -58,9 +59,13 @@ def honest_notepad(episode: Episode) -> str:
 
 
 def expert_label(episode: Episode, teacher: Policy = expert) -> Decision:
-    """What the ``teacher`` (the expert, the sweeper, the tour or the compass) would do in the agent's state, asked with
+    """What the ``teacher`` (the expert, the sweeper or the tour) would do in the agent's state, asked with
     :func:`honest_notepad`; its calls end with the agent's notepad made right (an ``update_notepad``
-    first when it differs)."""
+    first when it differs). The compass is asked on the agent's notepad as written: it drops a note
+    the view shows wrong and notes what it sees (policies.target_notes), so its label is what one
+    turn shows, where the honest notepad holds cells from the whole episode."""
+    if teacher in CHECKS_NOTES_BY_SIGHT:  # it checks the agent's notes itself: ask it on them as written
+        return teacher(episode)
     honest = copy.deepcopy(episode)
     honest.notepad = honest_notepad(episode)
     decision = teacher(honest)

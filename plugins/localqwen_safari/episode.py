@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from localqwen.runtime.tool_loop import Tool, ToolError, ToolRun, run_tool
-from localqwen_safari.bearings import pin_sightings, with_bearings, with_waypoint_bearing
+from localqwen_safari.bearings import pin_sightings, with_bearings
 from localqwen_safari.missions import Mission
 from localqwen_safari.world import MOVES, SPECIES, Cell, World
 
@@ -125,14 +125,14 @@ class Episode:
     def compact_context(self, *, show_notepad: bool = True) -> str:
         """The same facts in far fewer tokens, for a tiny model trained from scratch (the
         ``compact`` prompt profile): mission, turn, position, finds, notepad, last results, the
-        species to find now. The notepad's sightings as written, without bearings: with them in its
-        context the tiny model's tool calls went wrong more often (valid calls 100% -> 90%, README
-        "Learning proof"); a waypoint (the tour's) with its bearing (bearings.with_waypoint_bearing)."""
+        species to find now. The notepad with each sighting's and the waypoint's bearing
+        (bearings.with_bearings), as the full context shows it: walking back to a noted target
+        without it takes two-digit subtraction, which a tiny model does not learn (README, "Notes as
+        seen")."""
         row, col = self.position
         lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
                  f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
-                 "Notepad: " + ((with_waypoint_bearing(self.notepad, self.position) or "(empty)")
-                                if show_notepad else "(hidden)")]
+                 "Notepad: " + (self.notepad_for_reading() if show_notepad else "(hidden)")]
         lines += [f"{run.name}: {run.result}" for run in self.last_runs]
         if self.turn and not self.last_runs:
             lines.append("No tool call.")

@@ -43,9 +43,8 @@ def test_a_player_writes_a_sighting_relative_to_itself_and_reads_its_bearing_nex
     episode.play_turn([("update_notepad", {"text": "Seen: zebra 2 down 4 left; lion 2 up 3 right."}),
                        ("move", {"direction": "down", "steps": 1})])
     assert episode.notepad == "Seen: zebra at (6, 0); lion at (2, 7)."  # pinned where it was written
-    assert "Notepad: Seen: zebra at (6, 0) [1 down 4 left]; lion at (2, 7) [3 up 3 right]." in \
-        episode.context_text()
-    assert "Notepad: Seen: zebra at (6, 0); lion at (2, 7)." in episode.compact_context()  # as written
+    shown = "Notepad: Seen: zebra at (6, 0) [1 down 4 left]; lion at (2, 7) [3 up 3 right]."
+    assert shown in episode.context_text() and shown in episode.compact_context()
     assert "(hidden)" in episode.context_text(show_notepad=False)
     # The expert writes map cells.
     name, arguments = expert(Episode.start(mission)).calls[0]

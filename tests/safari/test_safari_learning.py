@@ -85,12 +85,12 @@ def test_compact_context_and_thought():
     episode.play_turn([("update_notepad", {"text": "Seen: lion at (0, 0)."}), ("move", {"direction": "left", "steps": 1})])
     text = episode.compact_context()
     assert text.splitlines() == ["find-two: lion then zebra. Turn 2/25. At (1, 1). Found: nothing.",
-                                 "Notepad: Seen: lion at (0, 0).",
+                                 "Notepad: Seen: lion at (0, 0) [1 up 1 left].",
                                  "update_notepad: notepad updated (21 characters)",
                                  "move: moved left 1 step, now at row 1, col 1",
                                  "Find: lion."]  # the species to find now, last: the view comes right after it
     assert "Notepad: (hidden)" in episode.compact_context(show_notepad=False)
-    # the full context shows each sighting's bearing from here; the compact one the notepad as written
+    # both contexts show each sighting's bearing from here
     assert "Notepad: Seen: lion at (0, 0) [1 up 1 left]." in episode.context_text()
     assert compact_thought("I see a lion at (0, 0). The lion (in view) is at (0, 0), 1 row up and 1 col left. "
                            "I move left 1 step towards it.") == \
