@@ -17,7 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
-from localqwen_safari.bearings import WAYPOINT, bearing, farther_way, offset_parts, pin_sightings, within_reach
+from localqwen_safari.bearings import (
+    WAYPOINT,
+    bearing,
+    farther_way,
+    offset_parts,
+    pin_sightings,
+    within_reach,
+)
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
 from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
 
