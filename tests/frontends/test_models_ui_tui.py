@@ -142,7 +142,9 @@ async def test_model_pickers_offer_hub_cache_models_and_a_picked_folder(app, tin
         cached = next(v for v in values if "models--someone--tiny-chat" in str(v))  # the hub cache
         picker.value = cached
         await wait_for(pilot, lambda: app.bench.config.plugin_section("chat").get("model") == cached)
-        # "…" opens the path picker; a folder that is not a model is refused, with why.
+        # "…" opens the path picker; a folder that is not a model is refused, with why. The rows mount
+        # one after another: on a busy machine the captioner's may not be there yet.
+        await wait_for(pilot, lambda: app.screen.query("#model-path-captioner"))
         app.screen.query_one("#model-path-captioner").press()
         await wait_for(pilot, lambda: isinstance(app.screen, PathPickerScreen))
         empty = tmp_path / "not-a-model"
