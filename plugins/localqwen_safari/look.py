@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from localqwen_safari.policies import offset_text, visible_animals
+from localqwen_safari.policies import nearest_cell, offset_text, visible_animals
 from localqwen_safari.prompts import system_prompt
 
 if TYPE_CHECKING:
@@ -40,8 +40,7 @@ def look_targets(episode: Episode) -> list[str]:
 
 def nearest(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> Cell | None:
     """The map cell of the nearest animal of ``species`` in view (nearest as the teachers pick it)."""
-    cells = [cell for name, cell in in_view if name == species]
-    return min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell)) if cells else None
+    return nearest_cell([cell for name, cell in in_view if name == species], here)
 
 
 def sighting(species: str, here: Cell, in_view: list[tuple[str, Cell]]) -> str:

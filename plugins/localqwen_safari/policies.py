@@ -238,17 +238,23 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
             # (README, "Marking the target"); the expert pays one turn for it.
             return Decision(f"{seen_text} The {target} at ({spot[0]}, {spot[1]}) is within one cell of me, so I "
                             "declare it found.", calls + [("declare_found", {"species": target})], "declare")
-        reach = _turn_search(episode, optimistic=True)
-        goals = [cell for cell in reach if _near(cell, spot)]
-        if goals:
-            goal = min(goals, key=lambda cell: (reach[cell][0], cell))
-            direction, steps = reach[goal][1]
+        move = _move_to_beside(episode, spot)
+        if move is not None:
+            direction, steps = move
             where = "remembered from my notepad" if (target, spot) not in visible else "in view"
             return Decision(f"{seen_text} The {target} ({where}) is at ({spot[0]}, {spot[1]}), "
                             f"{offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
                             calls + [("move", {"direction": direction, "steps": steps})],
                             "target in view" if where == "in view" else "target remembered")
     return explore(episode, calls, notepad, seen_text, target)
+
+
+def _move_to_beside(episode: Episode, spot: Cell) -> tuple[str, int] | None:
+    """The first move on a fewest-turns way to a cell within one of ``spot`` (unseen ground counted
+    open; ties to the lower cell); None when no such cell can be reached."""
+    reach = _turn_search(episode, optimistic=True)
+    goal = min((cell for cell in reach if _near(cell, spot)), key=lambda cell: (reach[cell][0], cell), default=None)
+    return None if goal is None else reach[goal][1]
 
 
 def target_notes(episode: Episode) -> tuple[str, dict[str, Cell]]:
@@ -269,7 +275,7 @@ def target_notes(episode: Episode) -> tuple[str, dict[str, Cell]]:
     entries: list[str] = []
     believed: dict[str, Cell] = {}
     for species in dict.fromkeys(t for t in episode.mission.targets if t not in episode.found):
-        seen = _nearest([cell for name, cell in visible if name == species], here)
+        seen = nearest_cell([cell for name, cell in visible if name == species], here)
         kept = next((cell for name, cell in noted if name == species and cell not in in_view), None)
         if seen is not None:
             believed[species] = seen
@@ -281,8 +287,9 @@ def target_notes(episode: Episode) -> tuple[str, dict[str, Cell]]:
     return ("Seen: " + "; ".join(entries) + ".") if entries else "", believed
 
 
-def _nearest(cells: list[Cell], here: Cell) -> Cell | None:
-    """The nearest of ``cells`` (fewest steps, then the lower cell): as look.nearest picks."""
+def nearest_cell(cells: list[Cell], here: Cell) -> Cell | None:
+    """The nearest of ``cells`` (fewest steps, then the lower cell): the one the teachers walk to and
+    the Thought's first sentence names (look.nearest)."""
     return min(cells, key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell)) if cells else None
 
 
@@ -322,11 +329,10 @@ def _go_by_notes(episode: Episode, explore: Explore) -> Decision:
     if _near(here, spot):  # its cell unsaid: on a first sighting it is not on the notepad yet
         return Decision(f"{seen_text} The {target} is within one cell of me, so I declare it found.",
                         calls + [("declare_found", {"species": target})], "declare")
-    reach = _turn_search(episode, optimistic=True)
-    goal = min((cell for cell in reach if _near(cell, spot)), key=lambda cell: (reach[cell][0], cell), default=None)
-    if goal is None:  # nothing beside it can be reached: look for another
+    move = _move_to_beside(episode, spot)
+    if move is None:  # nothing beside it can be reached: look for another
         return explore(episode, calls, notes, seen_text, target)
-    direction, steps = reach[goal][1]
+    direction, steps = move
     return Decision(f"{seen_text} The {target} (in view) is at ({spot[0]}, {spot[1]}), {offset_text(here, spot)}. "
                     f"{_move_text(direction, steps)} towards it.",
                     calls + [("move", {"direction": direction, "steps": steps})], "target in view")
