@@ -474,7 +474,8 @@ def _row(run: dict[str, Any]) -> str:
             f"[{run['success_ci95'][0]:.2f}-"
             f"{run['success_ci95'][1]:.2f}] turns {run['avg_turns']:>5.1f}  valid {run['valid_tool_calls']:>6.1%}  "
             f"agree {run['action_agreement']:>6.1%}  thought {run['thought_consistency']:>6.1%}  "
-            f"false finds {run['false_declare_rate']:>5.1%}  ({run['seconds']:.0f} s)")
+            f"false finds {run['false_declare_rate']:>5.1%}  ({run['seconds']:.0f} s)"
+            + "\n    ended: " + ", ".join(f"{name} {count}" for name, count in run["outcomes"].items()))
 
 
 def goal_check(runs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -1,5 +1,6 @@
 """Score a policy on a set of missions: success (with a 95% Wilson interval), turns, valid tool
-calls, agreement with the expert on the same states, Thought-Action consistency, false finds."""
+calls, agreement with the expert on the same states, Thought-Action consistency, false finds, and
+where the missions it lost were lost (:data:`OUTCOMES`)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,18 @@ from typing import Any, Protocol
 
 from localqwen.vocabulary.statistics import wilson_interval
 from localqwen_safari.episode import Episode
+from localqwen_safari.look import look_targets
 from localqwen_safari.missions import Mission
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import SITUATIONS, Decision, Policy, expert, thought_consistent
+from localqwen_safari.policies import SITUATIONS, Decision, Policy, expert, thought_consistent, visible_animals
+from localqwen_safari.world import Cell
+
+# How an episode ended, by the target it was after when it ended (the first one not yet found):
+# won; that target never in view; in view only while an earlier target was sought, and never come
+# back to (passed by); in view while sought but never within one cell; within one cell but never
+# declared found; every target found but declare_done never called. The split shows what to
+# improve: exploring (never seen), memory (passed by), walking (not reached), declaring.
+OUTCOMES = ("won", "never_seen", "passed_by", "seen_not_reached", "reached_not_declared", "found_not_finished")
 
 
 @dataclass
@@ -21,6 +31,20 @@ class TurnScores:
     agreements: int = 0
     consistent: int = 0
     by_situation: dict[str, list[int]] = field(default_factory=dict)  # situation -> [agreed, turns]
+    seen_sought: set[str] = field(default_factory=set)  # targets in view while they were the one sought
+    seen_before: set[str] = field(default_factory=set)  # later targets in view while an earlier one was sought
+    reached: set[str] = field(default_factory=set)  # targets stood within one cell of while sought
+
+    def watch(self, here: Cell, targets: list[str], in_view: list[tuple[str, Cell]]) -> None:
+        """What the turn's view showed of the targets not yet found (``targets``, the sought one
+        first), before the turn's calls: for :func:`outcome`."""
+        for species, (row, col) in in_view:
+            if targets and species == targets[0]:
+                self.seen_sought.add(species)
+                if abs(row - here[0]) <= 1 and abs(col - here[1]) <= 1:
+                    self.reached.add(species)
+            elif species in targets:
+                self.seen_before.add(species)
 
     def record(self, decision: Decision, reference: Decision) -> None:
         agreed = decision.action() == reference.action()
@@ -46,6 +70,7 @@ class Tally:
     declares: int = 0
     false_declares: int = 0
     by_situation: dict[str, list[int]] = field(default_factory=dict)  # situation -> [agreed, turns]
+    outcomes: dict[str, int] = field(default_factory=lambda: dict.fromkeys(OUTCOMES, 0))
 
     def add(self, episode: Episode, scores: TurnScores) -> None:
         self.episodes += 1
@@ -59,6 +84,7 @@ class Tally:
         self.consistent += scores.consistent
         self.declares += episode.declares
         self.false_declares += episode.false_declares
+        self.outcomes[outcome(episode, scores)] += 1
         for situation, (agreed, turns) in scores.by_situation.items():
             counts = self.by_situation.setdefault(situation, [0, 0])
             counts[0] += agreed
@@ -83,7 +109,22 @@ class Tally:
                 situation: {"agreement": _ratio(*self.by_situation[situation]),
                             "share": _ratio(self.by_situation[situation][1], self.turns_scored)}
                 for situation in SITUATIONS if situation in self.by_situation},
+            "outcomes": dict(self.outcomes),  # episodes per OUTCOMES entry: where the lost ones were lost
         }
+
+
+def outcome(episode: Episode, scores: TurnScores) -> str:
+    """Which of :data:`OUTCOMES` a finished episode is, by the target it was after when it ended."""
+    if episode.success:
+        return "won"
+    target = episode.current_target
+    if target is None:
+        return "found_not_finished"
+    if target in scores.reached:
+        return "reached_not_declared"
+    if target in scores.seen_sought:
+        return "seen_not_reached"
+    return "passed_by" if target in scores.seen_before else "never_seen"
 
 
 def evaluate(policy: Policy, missions: Iterable[Mission], *, teacher: Policy = expert) -> Tally:
@@ -101,6 +142,7 @@ def play_scored(tally: Tally, policy: Policy, mission: Mission, *, teacher: Poli
     scores = TurnScores()
     reference = None if policy is teacher else teacher  # a scripted teacher is deterministic: it agrees with itself
     for turn in play_turns(episode, policy, teacher=reference):
+        scores.watch(turn.position, turn.targets, turn.animals_in_view)  # as they were before the turn
         scores.record(turn.decision, turn.reference or turn.decision)
     tally.add(episode, scores)
     return episode
@@ -126,6 +168,8 @@ def evaluate_lockstep(policy: BatchPolicy, missions: Sequence[Mission], tally: T
         live = list(range(len(group)))
         while live:
             references = [teacher(group[i]) for i in live]  # teacher forcing, before the calls change the state
+            for i in live:
+                scores[i].watch(group[i].position, look_targets(group[i]), visible_animals(group[i]))
             decisions = policy.decide([group[i] for i in live])
             for i, decision, reference in zip(live, decisions, references, strict=True):
                 group[i].play_turn(decision.calls)

@@ -358,7 +358,7 @@ class Safari(Plugin):
     @action(form=EvaluateForm, title="Evaluate policies",
             description="Success (95% interval), turns, valid calls, expert agreement, Thought-Action consistency.")
     def evaluate(self, form: EvaluateForm, ctx: Context):
-        from localqwen_safari.evaluation import Tally, evaluate_lockstep, play_scored
+        from localqwen_safari.evaluation import OUTCOMES, Tally, evaluate_lockstep, play_scored
         from localqwen_safari.missions import KINDS, load_missions, mission_for_seed, parse_seeds
         from localqwen_safari.policies import POLICIES, get_teacher
 
@@ -407,6 +407,9 @@ class Safari(Plugin):
         yield ev.Table(title="Safari evaluation", columns=columns,
                        rows=[[run[c] if c != "success_ci95" else f"{run[c][0]:.2f}-{run[c][1]:.2f}" for c in columns]
                              for run in runs])
+        yield ev.Table(title="Where the missions ended (episodes; the target sought at the end)",
+                       columns=["policy", "kind", *OUTCOMES],
+                       rows=[[run["policy"], run["kind"], *(run["outcomes"][name] for name in OUTCOMES)] for run in runs])
         result: dict[str, Any] = {"runs": runs, "missions": len(missions)}
         if len(runs) == 1:
             result.update({key: value for key, value in runs[0].items() if key not in result})

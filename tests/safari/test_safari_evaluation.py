@@ -48,3 +48,66 @@ def test_expert_far_above_random_and_greedy_on_the_same_missions():
     # the random player declares blindly and disagrees with the expert most of the time
     assert random["false_declare_rate"] > 0.5 and random["valid_tool_calls"] < 1.0
     assert random["action_agreement"] < 0.3
+
+
+def _open_map(animals: dict[tuple[int, int], str], size: int = 20) -> tuple[str, ...]:
+    rows = [["."] * size for _ in range(size)]
+    for (r, c), letter in animals.items():
+        rows[r][c] = letter
+    return tuple("".join(row) for row in rows)
+
+
+def _scripted(turns: dict[str, list[list[tuple[str, dict]]]]):
+    """A policy that plays each mission's listed calls turn by turn, then waits (a wasted turn)."""
+    from localqwen_safari.policies import Decision
+
+    def play(episode):
+        script = turns[episode.mission.id]
+        return Decision("scripted", list(script[episode.turn]) if episode.turn < len(script) else [])
+
+    return play
+
+
+def test_each_lost_mission_is_put_where_it_was_lost_the_same_one_by_one_and_in_lockstep():
+    from localqwen_safari.evaluation import OUTCOMES, Tally, evaluate_lockstep
+    from localqwen_safari.missions import Mission
+
+    def one(mission_id, animals, kind="find-one", targets=("zebra",)):
+        return Mission(mission_id, kind, targets, map=_open_map(animals), start=(10, 10), max_turns=4)
+
+    missions = [
+        one("won", {(10, 11): "Z"}),
+        one("never_seen", {(0, 0): "Z"}),  # out of the 10x10 view the whole time
+        one("seen_not_reached", {(13, 13): "Z"}),  # in view, never walked to
+        one("reached_not_declared", {(11, 11): "Z"}),  # beside it, never declared
+        one("found_not_finished", {(10, 11): "Z"}),  # declared, never done
+        # lion then zebra: the zebra in view at the start, the lion found to the left, the zebra
+        # then out of view and never come back to
+        one("passed_by", {(13, 13): "Z", (11, 5): "L"}, kind="find-two", targets=("lion", "zebra")),
+    ]
+    found, done = ("declare_found", {"species": "zebra"}), ("declare_done", {})
+    policy = _scripted({"won": [[found], [done]], "never_seen": [], "seen_not_reached": [], "reached_not_declared": [],
+                        "found_not_finished": [[found]],
+                        "passed_by": [[("move", {"direction": "left", "steps": 4})],
+                                      [("declare_found", {"species": "lion"})]]})
+    expected = {name: 1 for name in OUTCOMES}
+    metrics = evaluate(policy, missions).metrics()
+    assert metrics["outcomes"] == expected and metrics["success_rate"] == round(1 / 6, 4)
+
+    class Batched:
+        def decide(self, episodes):
+            return [policy(episode) for episode in episodes]
+
+    tally = Tally()
+    assert sum(evaluate_lockstep(Batched(), missions, tally, batch_size=4)) == 6
+    assert tally.metrics()["outcomes"] == expected
+
+
+def test_the_outcomes_add_up_and_the_compass_loses_mostly_by_not_seeing():
+    from localqwen_safari.policies import compass
+
+    missions = [mission_for_seed("find-two", seed) for seed in range(1000, 1040)]
+    outcomes = evaluate(compass, missions, teacher=compass).metrics()["outcomes"]
+    assert sum(outcomes.values()) == 40 and outcomes["found_not_finished"] == 0
+    lost = 40 - outcomes["won"]
+    assert outcomes["never_seen"] + outcomes["passed_by"] >= lost / 2  # exploring, not walking, loses most
