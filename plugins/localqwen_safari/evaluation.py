@@ -13,7 +13,14 @@ from localqwen_safari.episode import Episode
 from localqwen_safari.look import look_targets
 from localqwen_safari.missions import Mission
 from localqwen_safari.playing import play_turns
-from localqwen_safari.policies import SITUATIONS, Decision, Policy, expert, thought_consistent, visible_animals
+from localqwen_safari.policies import (
+    SITUATIONS,
+    Decision,
+    Policy,
+    expert,
+    thought_consistent,
+    visible_animals,
+)
 from localqwen_safari.world import Cell
 
 # How an episode ended, by the target it was after when it ended (the first one not yet found):

@@ -87,7 +87,14 @@ def test_evaluate_json_ends_with_the_numbers_per_policy():
                     "false_declare_rate"):
             assert 0 <= run[key] <= 1
         assert isinstance(run["avg_turns"], (int, float)) and len(run["success_ci95"]) == 2
+        # where each mission ended: every episode counted once, the wins among them
+        assert sum(run["outcomes"].values()) == 20
+        assert run["outcomes"]["won"] == round(run["success_rate"] * 20)
     assert runs["expert"]["success_rate"] > runs["random"]["success_rate"]
+    tables = [e for e in events if e["kind"] == "table"]
+    assert [t["title"] for t in tables][-1].startswith("Where the missions ended")
+    assert tables[-1]["columns"][2:] == ["won", "never_seen", "passed_by", "seen_not_reached",
+                                         "reached_not_declared", "found_not_finished"]
 
 
 def test_evaluate_compare_runs_every_baseline_and_one_policy_puts_its_numbers_on_top():
