@@ -20,6 +20,7 @@ from localqwen_safari.policies import (
     expert,
     thought_consistent,
     visible_animals,
+    within_one,
 )
 from localqwen_safari.world import Cell
 
@@ -45,10 +46,10 @@ class TurnScores:
     def watch(self, here: Cell, targets: list[str], in_view: list[tuple[str, Cell]]) -> None:
         """What the turn's view showed of the targets not yet found (``targets``, the sought one
         first), before the turn's calls: for :func:`outcome`."""
-        for species, (row, col) in in_view:
+        for species, cell in in_view:
             if targets and species == targets[0]:
                 self.seen_sought.add(species)
-                if abs(row - here[0]) <= 1 and abs(col - here[1]) <= 1:
+                if within_one(here, cell):
                     self.reached.add(species)
             elif species in targets:
                 self.seen_before.add(species)

@@ -153,7 +153,9 @@ def _a(species: str) -> str:
     return ("an " if species[0] in "aeiou" else "a ") + species
 
 
-def _near(a: Cell, b: Cell) -> bool:
+def within_one(a: Cell, b: Cell) -> bool:
+    """Whether ``a`` and ``b`` are at most one cell apart on each axis (diagonals count): near
+    enough to declare a find."""
     return abs(a[0] - b[0]) <= 1 and abs(a[1] - b[1]) <= 1
 
 
@@ -232,7 +234,7 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
                    key=lambda cell: (abs(cell[0] - here[0]) + abs(cell[1] - here[1]), cell))
     if known:
         spot = known[0]
-        if _near(here, spot):
+        if within_one(here, spot):
             # declare_done waits for the next turn, after the result confirms the find: a learner
             # that copied "found and done" in one turn ended its mission with every false find
             # (README, "Marking the target"); the expert pays one turn for it.
@@ -253,7 +255,7 @@ def _move_to_beside(episode: Episode, spot: Cell) -> tuple[str, int] | None:
     """The first move on a fewest-turns way to a cell within one of ``spot`` (unseen ground counted
     open; ties to the lower cell); None when no such cell can be reached."""
     reach = _turn_search(episode, optimistic=True)
-    goal = min((cell for cell in reach if _near(cell, spot)), key=lambda cell: (reach[cell][0], cell), default=None)
+    goal = min((cell for cell in reach if within_one(cell, spot)), key=lambda cell: (reach[cell][0], cell), default=None)
     return None if goal is None else reach[goal][1]
 
 
@@ -326,7 +328,7 @@ def _go_by_notes(episode: Episode, explore: Explore) -> Decision:
         return Decision(f"{seen_text} The {target} (remembered from my notepad) is at ({spot[0]}, {spot[1]}), "
                         f"{offset_text(here, spot)}. {_move_text(direction, steps)} towards it.",
                         calls + [("move", {"direction": direction, "steps": steps})], "target remembered")
-    if _near(here, spot):  # its cell unsaid: on a first sighting it is not on the notepad yet
+    if within_one(here, spot):  # its cell unsaid: on a first sighting it is not on the notepad yet
         return Decision(f"{seen_text} The {target} is within one cell of me, so I declare it found.",
                         calls + [("declare_found", {"species": target})], "declare")
     move = _move_to_beside(episode, spot)
@@ -743,7 +745,7 @@ def greedy(episode: Episode) -> Decision:
     spots = sorted((cell for species, cell in visible_animals(episode) if species == target),
                    key=lambda cell: abs(cell[0] - here[0]) + abs(cell[1] - here[1]))
     stuck = any(run.name == "move" and " 0 of " in run.result for run in episode.last_runs)
-    if spots and _near(here, spots[0]):
+    if spots and within_one(here, spots[0]):
         return Decision(f"The {target} is next to me, so I declare it found.",
                         [("declare_found", {"species": target})])
     if spots and not stuck:

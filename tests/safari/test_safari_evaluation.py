@@ -108,6 +108,6 @@ def test_the_outcomes_add_up_and_the_compass_loses_mostly_by_not_seeing():
 
     missions = [mission_for_seed("find-two", seed) for seed in range(1000, 1040)]
     outcomes = evaluate(compass, missions, teacher=compass).metrics()["outcomes"]
-    assert sum(outcomes.values()) == 40 and outcomes["found_not_finished"] == 0
+    assert sum(outcomes.values()) == 40
     lost = 40 - outcomes["won"]
     assert outcomes["never_seen"] + outcomes["passed_by"] >= lost / 2  # exploring, not walking, loses most
