@@ -15,7 +15,7 @@ from typing import Any
 from localqwen.runtime.tool_loop import Tool, ToolError, ToolRun, run_tool
 from localqwen_safari.bearings import pin_sightings, with_bearings
 from localqwen_safari.missions import Mission
-from localqwen_safari.world import MOVES, SPECIES, Cell, World
+from localqwen_safari.world import MOVES, SPECIES, Cell, World, within_one
 
 VIEW = 10  # the agent sees VIEW x VIEW cells ...
 VIEW_BEFORE = 4  # ... from 4 cells above/left of it to 5 below/right (it is at view row 4, col 4)
@@ -216,7 +216,7 @@ class Episode:
             raise ToolError(f"find the {self.current_target} first")
         row, col = self.position
         for animal in self.world.animals:
-            if animal.species == species and abs(animal.row - row) <= 1 and abs(animal.col - col) <= 1:
+            if animal.species == species and within_one(animal.cell, (row, col)):
                 self.found.append(species)
                 return f"found the {species} at row {animal.row}, col {animal.col}"
         raise ToolError(f"no {species} within one cell of row {row}, col {col}")

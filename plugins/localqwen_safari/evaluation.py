@@ -20,9 +20,8 @@ from localqwen_safari.policies import (
     expert,
     thought_consistent,
     visible_animals,
-    within_one,
 )
-from localqwen_safari.world import Cell
+from localqwen_safari.world import Cell, within_one
 
 # How an episode ended, by the target it was after when it ended (the first one not yet found):
 # won; that target never in view; in view only while an earlier target was sought, and never come

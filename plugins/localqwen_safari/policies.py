@@ -26,7 +26,7 @@ from localqwen_safari.bearings import (
     within_reach,
 )
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
-from localqwen_safari.world import LAND, MOVES, SPECIES, Cell
+from localqwen_safari.world import LAND, MOVES, SPECIES, Cell, within_one
 
 _SIGHTING = re.compile(r"\b(" + "|".join(SPECIES) + r") at \((\d+), (\d+)\)")
 _ROUTE = re.compile(r"\bRoute to \((\d+), (\d+)\): ((?:up|down|left|right) [1-9](?:, (?:up|down|left|right) [1-9])*)\.")
@@ -151,14 +151,6 @@ def _move_text(direction: str, steps: int) -> str:
 
 def _a(species: str) -> str:
     return ("an " if species[0] in "aeiou" else "a ") + species
-
-
-def within_one(a: Cell, b: Cell) -> bool:
-    """Whether ``a`` and ``b`` are at most one cell apart on each axis (diagonals count): near
-    enough to declare a find."""
-    return abs(a[0] - b[0]) <= 1 and abs(a[1] - b[1]) <= 1
-
-
 
 
 # -- the expert --------------------------------------------------------------------------------

@@ -20,6 +20,12 @@ MOVES = {"up": (-1, 0), "down": (1, 0), "left": (0, -1), "right": (0, 1)}
 Cell = tuple[int, int]  # (row, col)
 
 
+def within_one(a: Cell, b: Cell) -> bool:
+    """Whether ``a`` and ``b`` are at most one cell apart on each axis (diagonals count): near
+    enough to declare a find (the rule ``declare_found`` checks; players and scores use it too)."""
+    return abs(a[0] - b[0]) <= 1 and abs(a[1] - b[1]) <= 1
+
+
 @dataclass(frozen=True)
 class Animal:
     species: str
