@@ -38,7 +38,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from localqwen_safari.policies import TEACHERS  # noqa: E402  (pure Python; after the path is set)
 
-EVAL_SEED_START = 1000  # the README's evaluation seeds; training seeds start at 100,000
+EVAL_SEED_START = 1000  # the docs/safari_learning.md's evaluation seeds; training seeds start at 100,000
 SAME_SEEDS = "model (ablation seeds)"  # the model's run cut to the ablations' missions
 HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 60  # expert rows for the teacher-forced check (~1,000 moves)
 GOALS = {  # the issue's goals for the trained model
@@ -89,13 +89,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "replies plus the marking and readout lessons on where the target is")
     parser.add_argument("--marking-weight", type=float, default=1.0, help="with --marking: the marking lesson's weight")
     parser.add_argument("--readout-weight", type=float, default=0.0,
-                        help="with --marking: the readout lesson's weight (0: off, as measured in the README)")
+                        help="with --marking: the readout lesson's weight "
+                             "(0: off, as measured in docs/safari_learning.md)")
     parser.add_argument("--pointer-weight", type=float, default=0.0,
                         help="with --marking: the pointer lesson's weight (pointer.py: a second-layer head asked "
                              "to look at the target's image token while the Thought places it; 0: off)")
     parser.add_argument("--pointer-place-weight", type=float, default=0.0,
                         help="with --marking: the pointer head's output is asked for the row and col of the token it "
-                             "looks at (pointer.py; README \"The pointer lesson\"); 0: off")
+                             "looks at (pointer.py; docs/safari_learning.md \"The pointer lesson\"); 0: off")
     parser.add_argument("--route-questions", type=int, default=0,
                         help="with --marking: route rows (route.py: 'Way to 6 down 5 right?' before the view -> the "
                              "tour's move knowing only the view) asked on every training view; 0: none")
@@ -138,7 +139,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--learning-rate", type=float, help="default 2e-3 (tiny, full), 2e-4 (LoRA)")
     parser.add_argument("--final-lr-fraction", type=float, default=1.0,
                         help="with --marking: each training stage's learning rate falls linearly to this share of "
-                             "its start by the end of its budget (1, the default, keeps it flat: README, 'A falling learning rate')")
+                             "its start by the end of its budget (1, the default, keeps it flat: "
+                             "docs/safari_learning.md, 'A falling learning rate')")
     parser.add_argument("--dagger-rounds", type=int, default=0,
                         help="tiny only: rounds of training on the model's own states after the expert's "
                              "episodes (dagger.py), within --train-minutes")

@@ -4,8 +4,8 @@ A sighting on the notepad is a map cell ("zebra at (8, 15)"), so it stays true h
 agent walks. Writing one from the view means adding the animal's place in the view to the agent's
 own position, and reading one back means subtracting: two-digit arithmetic that a person does in
 their head but a tiny model trained for half an hour gets wrong (its notepads held sightings at
-wrong cells, which it then walked to: README, "Learning proof"). So the notepad works as a field
-notebook with a GPS would: a sighting may be written relative to the agent ("zebra 3 down 2 right",
+wrong cells, which it then walked to: docs/safari_learning.md, "Learning proof"). So the notepad works as a
+field notebook with a GPS would: a sighting may be written relative to the agent ("zebra 3 down 2 right",
 read straight off the view), and :func:`pin_sightings` stores it with its map cell; and the
 context shows each noted sighting with its bearing from where the agent stands now
 (:func:`with_bearings`: "zebra at (8, 15) [3 down 2 right]"). Nothing is given away: the notepad
@@ -93,16 +93,17 @@ def waypoint_bearing(here: Cell, waypoint: Cell) -> str:
     once it is within reach. A GPS that says "arrived" does the same; the agent then has one word to
     read where it had to judge two numbers against the reach. Played by the tour-taught tiny model
     with bearings only, 35% of its turns were spent within reach of a waypoint it had not left
-    (README, "Where the turns go in play"): the tour goes on at the first cell within reach, so its
-    rows never show a bearing of one or two cells, which a learner that overshoots meets all the time."""
+    (docs/safari_learning.md, "Where the turns go in play"): the tour goes on at the first cell within
+    reach, so its rows never show a bearing of one or two cells, which a learner that overshoots meets all
+    the time."""
     return REACHED if within_reach(here, waypoint) else bearing(here, waypoint)
 
 
 def with_waypoint_bearing(notepad: str, here: Cell) -> str:
     """The notepad with a waypoint written on it followed by :func:`waypoint_bearing` ("Waypoint
     (11, 26) [6 down 5 right].", "Waypoint (4, 11) [reached]."): what the compact context shows, so
-    walking to it needs no two-digit subtraction. Measured on the tour's bench runs (README, "The
-    tour as teacher"): with the bearing the model won 31.0% / 10.0% against 24.0% / 7.3%, though its
-    exploring direction was no more often right (69-70% against 73-74% teacher-forced: both are the
-    share of the tour's moves along the waypoint's farther axis)."""
+    walking to it needs no two-digit subtraction. Measured on the tour's bench runs
+    (docs/safari_learning.md, "The tour as teacher"): with the bearing the model won 31.0% / 10.0% against
+    24.0% / 7.3%, though its exploring direction was no more often right (69-70% against 73-74%
+    teacher-forced: both are the share of the tour's moves along the waypoint's farther axis)."""
     return WAYPOINT.sub(lambda m: f"{m.group(0)} [{waypoint_bearing(here, (int(m.group(1)), int(m.group(2))))}]", notepad)

@@ -167,7 +167,7 @@ def look_rows(image: str, targets: list[str], here: Cell, in_view: list[tuple[st
     views one about another species in view, when there is one (the look is the same skill for
     any species, and every row of it is a row less of replies in a 30-minute budget: with a row
     for each target and another species on every view, 63% of the rows were looks and the replies
-    went undertrained, README "The look")."""
+    went undertrained, docs/safari_learning.md "The look")."""
     if not targets:
         return []
     others = sorted({species for species, _ in in_view} - {targets[0]})

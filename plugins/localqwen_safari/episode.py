@@ -127,8 +127,8 @@ class Episode:
         ``compact`` prompt profile): mission, turn, position, finds, notepad, last results, the
         species to find now. The notepad with each sighting's and the waypoint's bearing
         (bearings.with_bearings), as the full context shows it: walking back to a noted target
-        without it takes two-digit subtraction, which a tiny model does not learn (README, "Notes as
-        seen")."""
+        without it takes two-digit subtraction, which a tiny model does not learn (docs/safari_learning.md,
+        "Notes as seen")."""
         row, col = self.position
         lines = [f"{self.mission.kind}: {' then '.join(self.mission.targets)}. Turn {self.turn + 1}/"
                  f"{self.mission.max_turns}. At ({row}, {col}). Found: {', '.join(self.found) or 'nothing'}.",
@@ -137,7 +137,8 @@ class Episode:
         if self.turn and not self.last_runs:
             lines.append("No tool call.")
         # The species to find now, last: the compact profile puts the view image right after it,
-        # so each cell's image token can read which species is asked (README, "Marking the target").
+        # so each cell's image token can read which species is asked (docs/safari_learning.md, "Marking the
+        # target").
         lines.append(f"Find: {self.current_target}." if self.current_target else "Find: nothing more.")
         return "\n".join(lines)
 

@@ -1,8 +1,8 @@
 """The openings: how many steps the view shows open each way, said in the reply before its move.
 
 In play the tour-taught tiny model walked into water or rock its view showed on 22% of its moves
-(each a wasted turn: 0 steps walked; README, "Where the exploring goes wrong, and slips"), though
-teacher-forced its exploring direction was right on 70% of the teacher's turns. The tour never
+(each a wasted turn: 0 steps walked; docs/safari_learning.md, "Where the exploring goes wrong, and slips"),
+though teacher-forced its exploring direction was right on 70% of the teacher's turns. The tour never
 picks a way its view shows shut, and on its exploring turns the waypoint's bearing (in the context)
 with how far each way is open decides its direction on 87% of the turns whose case was met before
 (probe, seeds 0-1999 against 101,000-101,299). How far each way is open is read off four fixed

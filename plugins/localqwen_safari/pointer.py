@@ -3,8 +3,8 @@ what the layer was given, so a loss can ask them to fall on the target's image t
 
 Why: after the marking lesson (tiny_training.py) the target's image tokens know *that* they hold
 the target, but the reply still gave the target's place from the replies' prior, not from the image
-(README, "The place is not read off the image"). Reading a place off an image is what attention
-does when one head attends to the marked token: its value then carries that token's features, whose
+(docs/safari_learning.md, "The place is not read off the image"). Reading a place off an image is what
+attention does when one head attends to the marked token: its value then carries that token's features, whose
 place the vision warm-up taught. The pointer lesson supervises that step directly.
 
 The model runs with its usual fused attention (eager attention was slower on this CPU); a forward

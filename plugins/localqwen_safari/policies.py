@@ -131,7 +131,7 @@ def notepad_text(sightings: list[tuple[str, Cell]]) -> str:
     Map cells, not sightings relative to itself (which the notepad would take, bearings.py): with
     "zebra 2 down 3 right" written into its notepad calls, a tiny model trained on the expert's
     turns mixed up the notepad's words and the move's, and wrote move arguments under other tools'
-    names (README, "Learning proof")."""
+    names (docs/safari_learning.md, "Learning proof")."""
     if not sightings:
         return ""
     order = {name: i for i, name in enumerate(SPECIES)}
@@ -184,7 +184,7 @@ def tour(episode: Episode) -> Decision:
     within reach of it (bearings.within_reach; once a turn) or where it cannot be reached, the
     notepad gets the round's next one, the same for every map of that size. It starts from the
     waypoint nearest to where it stands. The expert's choice of a new goal rests on every cell seen
-    so far, which no single turn shows (README, "Where the missions are lost")."""
+    so far, which no single turn shows (docs/safari_learning.md, "Where the missions are lost")."""
     return _go_for_target(episode, _explore_by_tour)
 
 
@@ -192,14 +192,14 @@ def compass(episode: Episode) -> Decision:
     """The tour's round of waypoints, each exploring move read off what the turn's context shows:
     the bearing to the waypoint, the open steps in view and the last move (:func:`_move_by_bearing`).
     The tour's move rests on a turn search over every cell seen so far; a learner that imitates it
-    took the tour's move on 45% of turns (README, "Reached, and the round's next waypoint"). This
-    rule agrees with the tour on 75% of all its turns and wins a little less itself (64.7% / 38.3%
-    on seeds 1000-1299, the tour 75.7% / 43.0%): a teacher that is easier to learn (a tiny model it
-    taught agreed with it on 62-67% of its turns in play and won 48.7% / 22.0%: README, "The compass
-    as teacher"). Its notes of targets are written as the view shows them and checked by sight
+    took the tour's move on 45% of turns (docs/safari_learning.md, "Reached, and the round's next
+    waypoint"). This rule agrees with the tour on 75% of all its turns and wins a little less itself (64.7%
+    / 38.3% on seeds 1000-1299, the tour 75.7% / 43.0%): a teacher that is easier to learn (a tiny model it
+    taught agreed with it on 62-67% of its turns in play and won 48.7% / 22.0%: docs/safari_learning.md,
+    "The compass as teacher"). Its notes of targets are written as the view shows them and checked by sight
     (:func:`_go_by_notes`), so everything it writes and reads is in one turn's image and text: it
     wins 64.0% / 36.7% so, and the model it taught agreed with it on 73-75% of its turns in play
-    and won 54.3% / 18.7% (README, "Notes as seen")."""
+    and won 54.3% / 18.7% (docs/safari_learning.md, "Notes as seen")."""
     return _go_by_notes(episode, partial(_explore_by_tour, move=_move_by_bearing))
 
 
@@ -229,7 +229,7 @@ def _go_for_target(episode: Episode, explore: Explore) -> Decision:
         if within_one(here, spot):
             # declare_done waits for the next turn, after the result confirms the find: a learner
             # that copied "found and done" in one turn ended its mission with every false find
-            # (README, "Marking the target"); the expert pays one turn for it.
+            # (docs/safari_learning.md, "Marking the target"); the expert pays one turn for it.
             return Decision(f"{seen_text} The {target} at ({spot[0]}, {spot[1]}) is within one cell of me, so I "
                             "declare it found.", calls + [("declare_found", {"species": target})], "declare")
         move = _move_to_beside(episode, spot)
@@ -260,8 +260,8 @@ def target_notes(episode: Episode) -> tuple[str, dict[str, Cell]]:
     text ("" for none) and the cell believed for each noted target.
 
     Why not the expert's map cells of every animal: a tiny model taught to write them wrote a right
-    cell on 5 of 271 of its new notes in play (two-digit addition; find-two seeds 1000-1059, README,
-    "Notes as seen"); and notes of other species are never walked to."""
+    cell on 5 of 271 of its new notes in play (two-digit addition; find-two seeds 1000-1059,
+    docs/safari_learning.md, "Notes as seen"); and notes of other species are never walked to."""
     here = episode.position
     in_view = set(episode.view_cells())
     visible = visible_animals(episode)

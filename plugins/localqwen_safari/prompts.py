@@ -32,8 +32,8 @@ def compact_user(image: str, context: str) -> list[dict[str, str]]:
     """The compact profile's user message: the context (ending with the species to find now), then
     the view. A decoder reads left to right, so with the image last every cell's image token can
     see which species is asked and mark itself; with the image first the cells know nothing of the
-    mission and the reply must search them (README, "Marking the target"). The full profile keeps
-    the image first, as Qwen3-VL's own chats do."""
+    mission and the reply must search them (docs/safari_learning.md, "Marking the target"). The full
+    profile keeps the image first, as Qwen3-VL's own chats do."""
     return [{"type": "text", "text": context}, {"type": "image", "image": image}]
 
 
@@ -60,8 +60,8 @@ def compact_thought(thought: str, lead: str = "") -> str:
     target's place a tiny model had to map the image straight to a direction word and never learned
     to (teacher-forced on in-view turns it stated the right direction less often than always saying
     the commonest one); with the place first and the vision warm-up it states the right direction on
-    85% of those turns (README, "Learning proof"). The tour's exploring turns keep where its waypoint
-    lies ("Waypoint (12, 20), 3 rows down and 5 cols right."), read off the bearing the context
+    85% of those turns (docs/safari_learning.md, "Learning proof"). The tour's exploring turns keep where
+    its waypoint lies ("Waypoint (12, 20), 3 rows down and 5 cols right."), read off the bearing the context
     shows beside the notepad's waypoint; on the turn it goes on from a waypoint the context marks
     reached, which one it leaves and which it heads for ("Waypoint (4, 11) reached, next (4, 19).")
     and no bearing: the new waypoint's is not in the context until the next turn, and working it out
@@ -73,7 +73,7 @@ def compact_thought(thought: str, lead: str = "") -> str:
     ``lead``: the current target's sentence on every turn (look.target_sentence: "No lion in view."
     or where it is), put first; the in-view place is then not said twice. Every reply then begins
     by saying whether the target is in the image, which is the decision a tiny model failed to
-    learn when only one reply in six named the target (README, "Marking the target")."""
+    learn when only one reply in six named the target (docs/safari_learning.md, "Marking the target")."""
     decision = _SENTENCE_END.split(thought.strip())[-1]
     target = _TARGET_PLACE.search(thought)
     if target is None:

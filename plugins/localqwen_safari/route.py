@@ -4,14 +4,14 @@ A tiny model taught by the tour explores by heading for the waypoint on its note
 the context shows ("Waypoint (11, 26) [6 down 5 right]."). Trained on the replies alone it learned
 "go the way it mostly lies" and none of the detours round the water and rock in view (teacher-forced,
 its exploring direction was right exactly as often as the waypoint's farther axis is the tour's
-way: README, "The tour as teacher"). Finding the way on the view is one skill, the same for every
-bearing, and one view can be asked it many times over; the replies ask it once a turn at most. So,
+way: docs/safari_learning.md, "The tour as teacher"). Finding the way on the view is one skill, the same
+for every bearing, and one view can be asked it many times over; the replies ask it once a turn at most. So,
 as the look taught reading the view (look.py), route rows ask it densely: "Way to 6 down 5 right?"
 before the view -> "I move right 4 steps." (the reply's own words for a move), the answer being
 the tour's move knowing only the cells in view (policies.view_route: the tour's own move on 95% of
 its exploring turns). The goals are random cells of the map, so the lesson covers every bearing.
 
-Measured (README, "The route lesson"): as training rows alone the route is learned (75.3% of
+Measured (docs/safari_learning.md, "The route lesson"): as training rows alone the route is learned (75.3% of
 held-out route questions answered exactly as the tour would) but the replies' exploring moves are no
 better, and the run won less: a skill learned as a question of its own is not used in the middle of
 a reply. So, as the look does for the target, the route can also be *asked at play* (``ask route``):
@@ -20,8 +20,8 @@ each turn the model is first asked the route to the waypoint its notepad says it
 down 5 right: I move right 4 steps."), for the reply to copy. Training rows then hold the route a perfect answer gives
 (:func:`true_route_line`). Nothing of the map is given away: the place asked about is read off the
 notepad the agent wrote (a hidden notepad asks nothing), and the line holds only the model's answer.
-Measured (README, "The route asked at play"): the replies copy the line (teacher-forced exploring
-direction 84-94% against 69-70%), but the model's own answers miss rock beside it and the route
+Measured (docs/safari_learning.md, "The route asked at play"): the replies copy the line (teacher-forced
+exploring direction 84-94% against 69-70%), but the model's own answers miss rock beside it and the route
 rows' steps leave its target handling weaker: 21.7% / 2.3% against 31.0% / 10.0%, so it is off by
 default too.
 """
@@ -68,8 +68,8 @@ def route_goal(episode: Episode) -> Cell | None:
     one off the map), when every target is found, or where the agent stands on it. Counted on the tour's episodes (200
     missions), the view-only route to it is the tour's own move on 91% of its exploring turns.
 
-    Not a noted sighting of the target (tried first, README "The route lesson"): a route line whose
-    bearing is the target's taught the replies to read the target's place off that line instead of
+    Not a noted sighting of the target (tried first, docs/safari_learning.md "The route lesson"): a route
+    line whose bearing is the target's taught the replies to read the target's place off that line instead of
     the view, and in play, where the model notes sightings at wrong cells, it walked to them and
     declared finds there (99% of its finds false)."""
     if episode.current_target is None:

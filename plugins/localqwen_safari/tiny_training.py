@@ -1,8 +1,8 @@
 """Training the tiny safari model: the replies, plus dense lessons on where the target is.
 
 Trained on the replies alone, a from-scratch Qwen3-VL of under a million weights never learned to
-say whether the target is in its view (README, "Marking the target"): one reply in six has the
-target in view, and its first word ("The" or "No") is the only place the replies teach it. The
+say whether the target is in its view (docs/safari_learning.md, "Marking the target"): one reply in six has
+the target in view, and its first word ("The" or "No") is the only place the replies teach it. The
 compact profile puts the view after the context, whose last line names the species to find now,
 so every cell's image token can read the species asked. Auxiliary lessons give the decoder the
 lesson in dense form, as the vision warm-up gave the vision tower its cells:
@@ -14,7 +14,8 @@ lesson in dense form, as the vision warm-up gave the vision tower its cells:
   off unless asked for (``readout_weight``);
 - **pointer** (pointer.py): at the same positions, one second-layer attention head looks at the
   nearest target's image token, and its output may be asked for that token's row and col; off
-  unless asked for (``pointer_weight``, ``pointer_place_weight``: README, "The pointer lesson").
+  unless asked for (``pointer_weight``, ``pointer_place_weight``: docs/safari_learning.md, "The pointer
+  lesson").
 
 Their heads are thrown away; the model folder written is an ordinary Qwen3-VL that plays through
 the same ``ModelPolicy`` as any other. The vision tower stays frozen (it is warmed up first,
@@ -104,7 +105,7 @@ def shut_ahead(turn: Turn) -> bool:
     """An exploring turn whose waypoint's farther axis (rows on a tie) is shut at the agent's side:
     the tour must go round. Rare in the tour's own episodes (7% of its exploring turns: it seldom
     walks up to water), frequent in a learner's play, and there the tour-taught model walked into
-    the shut way on 35% of such teacher states against 1% elsewhere (README, "The openings").
+    the shut way on 35% of such teacher states against 1% elsewhere (docs/safari_learning.md, "The openings").
     The waypoint is the one the turn's decision heads for (its notepad update, else the notepad)."""
     from localqwen_safari.bearings import farther_way
     from localqwen_safari.policies import notepad_waypoint
@@ -268,9 +269,9 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
-    swamped the replies and undid the marking, README "Marking the target"); stop after ``max_steps`` steps or when
-    ``minutes`` (counted from the call, so the rows and the features come out of it) run out.
-    ``on_step(step, max_steps, loss)`` reports progress (max_steps -1: bounded by time only).
+    swamped the replies and undid the marking, docs/safari_learning.md "Marking the target"); stop after
+    ``max_steps`` steps or when ``minutes`` (counted from the call, so the rows and the features come out
+    of it) run out. ``on_step(step, max_steps, loss)`` reports progress (max_steps -1: bounded by time only).
     ``dagger_rows`` (:func:`own_rows`, the model's own states) fill half of every batch: they are
     what it meets in play, and a few thousand beside the teacher's 35,000 would hardly be drawn.
     ``oversample``: the teacher's rows with the target in sight or reach are drawn this many times
@@ -289,7 +290,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     or falls linearly to ``final_lr_fraction`` of ``learning_rate`` by the end of the budget
     (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
     a lower replies' loss and a model that noticed and declared the target less often, because the
-    marking lesson stopped converging (README, "A falling learning rate").
+    marking lesson stopped converging (docs/safari_learning.md, "A falling learning rate").
     Writes the model to ``out/final``."""
     import torch
     from PIL import Image

@@ -127,7 +127,8 @@ def test_the_learning_bench_takes_marking_only_where_it_applies():
 
     bench = bench_script("bench_safari_learning")
     args = bench.parse_args(["--marking", "--merge", "1"])
-    assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0  # as measured in the README
+    # as measured in docs/safari_learning.md
+    assert args.marking and args.marking_weight == 1.0 and args.readout_weight == 0.0
     assert args.pointer_weight == 0.0 and args.seed == 0  # the seed every measured run so far had
     assert args.oversample == 12  # the target's turns drawn 12 times as often: what taught the reply to place it
     assert bench.parse_args(["--marking", "--merge", "1", "--oversample", "3"]).oversample == 3
