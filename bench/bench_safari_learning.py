@@ -38,7 +38,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from localqwen_safari.policies import TEACHERS  # noqa: E402  (pure Python; after the path is set)
 
-EVAL_SEED_START = 1000  # the docs/safari_learning.md's evaluation seeds; training seeds start at 100,000
+EVAL_SEED_START = 1000  # the README's evaluation seeds; training seeds start at 100,000
 SAME_SEEDS = "model (ablation seeds)"  # the model's run cut to the ablations' missions
 HELD_OUT_SEED_START, HELD_OUT_EPISODES = 900_000, 60  # expert rows for the teacher-forced check (~1,000 moves)
 GOALS = {  # the issue's goals for the trained model

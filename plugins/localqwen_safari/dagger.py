@@ -3,8 +3,8 @@ have done on every state the model reached, and those rows join the expert's for
 
 Why: trained only on the expert's episodes, the model never sees the states its own mistakes lead
 to (a route on its notepad that no longer leads anywhere, a sighting it invented, a move that ran
-into water), and in play those states are most of what it meets (docs/safari_learning.md, "Why it does not
-play").
+into water), and in play those states are most of what it meets (docs/safari_learning.md,
+"DAgger").
 
 The label is the expert's decision on the model's state with one fix: the expert trusts its
 notepad, and the model's notepad may hold sightings it never made. So the expert is asked with a

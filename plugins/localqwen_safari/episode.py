@@ -137,8 +137,8 @@ class Episode:
         if self.turn and not self.last_runs:
             lines.append("No tool call.")
         # The species to find now, last: the compact profile puts the view image right after it,
-        # so each cell's image token can read which species is asked (docs/safari_learning.md, "Marking the
-        # target").
+        # so each cell's image token can read which species is asked
+        # (docs/safari_learning.md, "Marking the target").
         lines.append(f"Find: {self.current_target}." if self.current_target else "Find: nothing more.")
         return "\n".join(lines)
 

@@ -4,7 +4,7 @@ A tiny model trained from scratch on whole replies learns to sweep from its cont
 hardly ever to go for a target it sees (docs/safari_learning.md, "Learning proof": own replies agree with
 the teacher on 12-15% of the turns with the target in view). Reading the view steered by the mission works
 only as a short question put before the image, with a token per cell: each cell's token can then
-read which species is asked and mark itself ("Where is the lion?", docs/safari_learning.md "look probe").
+read which species is asked and mark itself ("Where is the lion?", docs/safari_learning.md, "Vision warm-up").
 
 So with ``look`` on, a turn is two questions to the same model: first, for each target not yet
 found, "Where is the lion?" with the view (:func:`look_conversation`) -> "The lion is 2 rows down and

@@ -2,7 +2,7 @@
 
 A model trained on a teacher's turns only ever sees the states the teacher reaches, and the teacher
 never walks into water or back over its own path. The tiny model does both (docs/safari_learning.md,
-"Slips"): in play 22% of its moves walked no step and 30% undid the move before, states no teacher row shows.
+"Where the exploring goes wrong, and slips"): in play 22% of its moves walked no step and 30% undid the move before, states no teacher row shows.
 Standard imitation learning answers this two ways: DAgger (the model plays, the teacher labels;
 dagger.py) and DART (the teacher plays with noise injected, and labels every state it reaches).
 This is the second, with the noise shaped like the learner's own mistakes: on a share of the

@@ -14,8 +14,8 @@ lesson in dense form, as the vision warm-up gave the vision tower its cells:
   off unless asked for (``readout_weight``);
 - **pointer** (pointer.py): at the same positions, one second-layer attention head looks at the
   nearest target's image token, and its output may be asked for that token's row and col; off
-  unless asked for (``pointer_weight``, ``pointer_place_weight``: docs/safari_learning.md, "The pointer
-  lesson").
+  unless asked for (``pointer_weight``, ``pointer_place_weight``:
+  docs/safari_learning.md, "The pointer lesson").
 
 Their heads are thrown away; the model folder written is an ordinary Qwen3-VL that plays through
 the same ``ModelPolicy`` as any other. The vision tower stays frozen (it is warmed up first,

@@ -1,7 +1,7 @@
 """Vision warm-up: teach a from-scratch vision tower to read the cells of the view before SFT.
 
 Why: trained only on the agent's replies, a tiny Qwen3-VL never learns to look (docs/safari_learning.md,
-"Why it does not play"): the decoder ignores image tokens that carry nothing useful yet, so the vision
+"Vision warm-up"): the decoder ignores image tokens that carry nothing useful yet, so the vision
 tower gets almost no gradient, and the pair stays stuck at "no animals" (measured: 68% of views,
 a reply that names the species in view, never right beyond that in 900 steps). Real VLMs start from
 a pretrained vision encoder; ours has none, so it gets a short dense stage of its own: every one of
