@@ -262,3 +262,31 @@ def test_the_compass_takes_a_long_move_before_a_short_one_along_the_bearing():
     episode = Episode.start(Mission("m", "find-one", ("zebra",), map=tuple(rows), start=(8, 6)))
     episode.notepad = "Waypoint (4, 19)."
     assert compass(episode).calls[-1] == ("move", {"direction": "up", "steps": 3})
+
+
+def test_the_compass_asks_whether_a_waypoint_is_reachable_as_the_turn_search_answers():
+    # the compass's cheap reachability (single steps) against the turn search it stands in for, from
+    # every waypoint of the round (some on water or rock: the search spreads from them all the same)
+    from localqwen_safari.policies import _connected, _turn_search
+
+    checked = walled = 0
+    for seed in range(6):
+        episode = Episode.start(mission_for_seed("find-two", 300 + seed))
+        for turn in play_turns(episode, compass):
+            for waypoint in tour_waypoints(episode.world.size):
+                if waypoint == episode.position:
+                    continue
+                reached = episode.position in _turn_search(episode, optimistic=True, start=waypoint)
+                assert _connected(episode, waypoint, episode.position) == reached, (seed, turn.turn, waypoint)
+                checked, walled = checked + 1, walled + (not reached)
+    # walled in by water it has seen: no waypoint is reachable, and both say so
+    rows = ["." * 32 for _ in range(32)]
+    for r in range(12, 19):
+        rows[r] = "." * 12 + ("~~~~~~~" if r in (12, 18) else "~.....~") + "." * 13
+    rows[30] = "Z" + "." * 31
+    episode = Episode.start(Mission("pocket", "find-one", ("zebra",), map=tuple(rows), start=(15, 15)))
+    for waypoint in tour_waypoints(episode.world.size):
+        assert not _connected(episode, waypoint, episode.position)
+        assert episode.position not in _turn_search(episode, optimistic=True, start=waypoint)
+        walled += 1
+    assert checked > 1000 and walled > 0  # both answers were asked for
