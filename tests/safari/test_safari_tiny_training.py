@@ -122,39 +122,6 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
         train_tiny(warm.model, tmp_path / "none", episodes=0, max_steps=1)
 
 
-def test_unmasked_right_padding_changes_no_real_token(tmp_path):
-    """train_tiny passes no attention mask: its rows are padded on the right, and causal attention
-    alone must keep every real token's output (and rotary position) what the mask gave."""
-    import torch
-    from localqwen_safari.learning import build_tiny_model
-    from PIL import Image
-    from transformers import AutoModelForImageTextToText, AutoProcessor
-
-    base = build_tiny_model(tmp_path / "base", hidden=64, layers=2, vision_depth=1, corpus_episodes=3, merge=1)
-    processor = AutoProcessor.from_pretrained(base)
-    model = AutoModelForImageTextToText.from_pretrained(base, dtype=torch.float32).eval()
-    rows = tiny_rows(2, seed_start=700)
-    short, long = sorted((rows[0], rows[-1]), key=lambda row: len(row.messages[2]["content"]))
-    tokenizer, cells = processor.tokenizer, VIEW * VIEW
-    encoded = [tokenizer(processor.apply_chat_template(row.messages, tokenize=False)
-                         .replace("<|image_pad|>", "<|image_pad|>" * cells))["input_ids"] for row in (short, long)]
-    length = max(len(ids) for ids in encoded)
-    assert len(encoded[0]) < length  # one row is padded
-    ids = torch.full((2, length), tokenizer.pad_token_id)
-    mask = torch.zeros((2, length), dtype=torch.long)
-    for n, row_ids in enumerate(encoded):
-        ids[n, :len(row_ids)], mask[n, :len(row_ids)] = torch.tensor(row_ids), 1
-    images = processor.image_processor(images=[Image.open(io.BytesIO(row.view)).convert("RGB") for row in (short, long)],
-                                       return_tensors="pt")
-    inputs = {"input_ids": ids, "mm_token_type_ids": (ids == model.config.image_token_id).long(), **images}
-    with torch.no_grad():
-        masked = model.model(attention_mask=mask, **inputs).last_hidden_state
-        unmasked = model.model(**inputs).last_hidden_state
-    real = mask.bool()
-    assert torch.allclose(masked[real], unmasked[real], atol=1e-5)
-    assert not torch.allclose(masked[~real], unmasked[~real], atol=1e-3)  # only the pads' garbage differs
-
-
 def test_the_learning_bench_takes_marking_only_where_it_applies():
     from bench_scripts import bench_script
 
