@@ -261,12 +261,16 @@ def build_tab(plugin: Any, bench: Any) -> None:
             watching = watch.click(web.watch, [policy, kind, seed, model, adapter, prompt, tokens, viewer], shown,
                                    show_progress="minimal")
             stop.click(None, cancels=[watching])
-            upload.upload(web.open_file, [upload, viewer], shown)
-            back.click(lambda v: web.step(v, -1), [viewer], shown)
-            forward.click(lambda v: web.step(v, 1), [viewer], shown)
-            play.click(web.play, [viewer], shown)
-            pause.click(web.pause, [viewer], shown)
-            timer.tick(web.tick, [viewer], shown, show_progress="hidden")
+            # The viewer's own events run one at a time, in order: a timer beat that began before
+            # Pause would otherwise read "playing", write it back after Pause and play on (seen in
+            # a browser test on a loaded machine: Step then went two turns on).
+            one_at_a_time = {"concurrency_id": "safari-viewer", "concurrency_limit": 1}
+            upload.upload(web.open_file, [upload, viewer], shown, **one_at_a_time)
+            back.click(lambda v: web.step(v, -1), [viewer], shown, **one_at_a_time)
+            forward.click(lambda v: web.step(v, 1), [viewer], shown, **one_at_a_time)
+            play.click(web.play, [viewer], shown, **one_at_a_time)
+            pause.click(web.pause, [viewer], shown, **one_at_a_time)
+            timer.tick(web.tick, [viewer], shown, show_progress="hidden", **one_at_a_time)
             speed.change(web.speed, [speed], [timer])
             gif.click(web.gif, [viewer], [gif_file])
         with gr.Tab("Play by hand", id="safari-human-tab"):
