@@ -286,16 +286,20 @@ def build_tab(plugin: Any, bench: Any) -> None:
                                      elem_id="safari-human-map")
                 human_words = gr.Markdown("Start a mission, then move one step per turn.", elem_id="safari-human-words")
             outputs = [game, human_view, human_map, human_words]
-            start.click(web.start_game, [human_kind, human_seed], outputs)
+            # one game, changed in place by each button: its events run one at a time, in order (two
+            # quick clicks would otherwise move it from two threads at once)
+            one_move_at_a_time = {"concurrency_id": "safari-human", "concurrency_limit": 1}
+            start.click(web.start_game, [human_kind, human_seed], outputs, **one_move_at_a_time)
             with gr.Row():
                 for action, label in (("left", "← Left"), ("up", "↑ Up"), ("down", "↓ Down"), ("right", "→ Right"),
                                       ("found", "Declare found"), ("done", "Declare done")):
                     button = gr.Button(label, elem_id=f"safari-human-{action}")
-                    button.click(lambda g, a=action: web.game_action(g, a), [game], outputs)
+                    button.click(lambda g, a=action: web.game_action(g, a), [game], outputs, **one_move_at_a_time)
             with gr.Row():
                 note = gr.Textbox(label="Notepad (sent with your next turn)", elem_id="safari-human-note")
                 keep = gr.Button("Keep note", elem_id="safari-human-keep")
-                keep.click(lambda g, text: web.game_action(g, "notepad", text), [game, note], outputs)
+                keep.click(lambda g, text: web.game_action(g, "notepad", text), [game, note], outputs,
+                           **one_move_at_a_time)
                 human_gif = gr.Button("GIF of my game", elem_id="safari-human-gif")
                 human_gif_file = gr.File(label="GIF download", interactive=False, elem_id="safari-human-gif-file")
-                human_gif.click(web.game_gif, [game], [human_gif_file])
+                human_gif.click(web.game_gif, [game], [human_gif_file], **one_move_at_a_time)

@@ -20,6 +20,19 @@ def test_the_page_is_part_of_the_web_app(monkeypatch):
             "safari-episode", "safari-human-up", "safari-human-found", "safari-human-done",
             "safari-human-note", "safari-model", "safari-adapter", "safari-max-tokens", "safari-stop"} <= ids
     assert "safari-replay" in web.actions  # the generated form for the replay action sits beside it
+    # The viewer's events, and the hand-played game's, each run one at a time: a timer beat begun
+    # before Pause must not write "playing" back after it, nor two quick clicks move one game at once.
+    elem_ids = {c["id"]: c.get("props", {}).get("elem_id") for c in web.blocks.get_config_file()["components"]}
+    groups: dict[str, set] = {}
+    for fn in web.blocks.fns.values():
+        for block, event in fn.targets:
+            key = "safari-tick" if event == "tick" and fn.name == "tick" else elem_ids.get(block)
+            if key:
+                groups.setdefault(key, set()).add((fn.concurrency_id, fn.concurrency_limit))
+    viewer = ["safari-tick", "safari-play", "safari-pause", "safari-step", "safari-back", "safari-episode"]
+    human = ["safari-start", "safari-human-up", "safari-human-left", "safari-human-found", "safari-human-keep"]
+    assert all(groups[key] == {("safari-viewer", 1)} for key in viewer), {key: groups.get(key) for key in viewer}
+    assert all(groups[key] == {("safari-human", 1)} for key in human), {key: groups.get(key) for key in human}
 
 
 def test_watch_step_play_to_the_end_gif_and_replay_an_upload(tmp_path):
