@@ -262,8 +262,8 @@ def build_tab(plugin: Any, bench: Any) -> None:
                                    show_progress="minimal")
             stop.click(None, cancels=[watching])
             # The viewer's own events run one at a time, in order: a timer beat that began before
-            # Pause would otherwise read "playing", write it back after Pause and play on (seen in
-            # a browser test on a loaded machine: Step then went two turns on).
+            # Pause could otherwise read "playing", write it back after Pause and play on (the
+            # likely cause of a browser test, on a loaded machine, not finding Step's turn).
             one_at_a_time = {"concurrency_id": "safari-viewer", "concurrency_limit": 1}
             upload.upload(web.open_file, [upload, viewer], shown, **one_at_a_time)
             back.click(lambda v: web.step(v, -1), [viewer], shown, **one_at_a_time)
