@@ -26,7 +26,7 @@ from localqwen_safari.bearings import (
     within_reach,
 )
 from localqwen_safari.episode import MAX_STEPS, VIEW, VIEW_BEFORE, Call, Episode
-from localqwen_safari.world import LAND, MOVES, SPECIES, Cell, within_one
+from localqwen_safari.world import LAND, MOVES, SPECIES, Cell, flood, within_one
 
 _SIGHTING = re.compile(r"\b(" + "|".join(SPECIES) + r") at \((\d+), (\d+)\)")
 _ROUTE = re.compile(r"\bRoute to \((\d+), (\d+)\): ((?:up|down|left|right) [1-9](?:, (?:up|down|left|right) [1-9])*)\.")
@@ -712,29 +712,14 @@ def _turn_search(episode: Episode, *, optimistic: bool,
 
 def _connected(episode: Episode, start: Cell, goal: Cell) -> bool:
     """Whether ``goal`` is among the cells :func:`_turn_search` (optimistic) reaches from ``start``:
-    a breadth-first walk of single steps over cells passable as far as the agent knows (unseen
-    counted open), spreading from ``start`` even where it is itself closed, as the search does."""
-    world = episode.world
-    seen = episode.seen
+    a flood of single steps over cells passable as far as the agent knows (unseen counted open),
+    spreading from ``start`` even where it is itself closed, as the search does."""
+    world, seen = episode.world, episode.seen
 
     def open_cell(cell: Cell) -> bool:
-        if not world.inside(cell):
-            return False
-        return cell not in seen or (world.ground(cell) == LAND and world.animal_at(cell) is None)
+        return world.inside(cell) and (cell not in seen or (world.ground(cell) == LAND and world.animal_at(cell) is None))
 
-    visited = {start}
-    queue = deque([start])
-    while queue:
-        row, col = queue.popleft()
-        for dr, dc in MOVES.values():
-            cell = (row + dr, col + dc)
-            if cell in visited or not open_cell(cell):
-                continue
-            if cell == goal:
-                return True
-            visited.add(cell)
-            queue.append(cell)
-    return False
+    return any(cell == goal for cell in flood(start, open_cell))
 
 
 def _exploration_goal(episode: Episode, reach: dict[Cell, tuple[int, tuple[str, int]]], *,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 LAND, WATER, ROCK = ".", "~", "#"
@@ -147,18 +148,25 @@ def world_from_map(lines: list[str], start: Cell) -> World:
     return world
 
 
-def _reachable(terrain: list[str], start: Cell) -> set[Cell]:
-    rows, cols = len(terrain), len(terrain[0])
+def flood(start: Cell, is_open: Callable[[Cell], bool]) -> Iterator[Cell]:
+    """The cells reached from ``start`` by single steps over cells ``is_open`` allows, breadth first
+    (``start`` itself not among them, and spread from even where it is not open)."""
     seen = {start}
     queue = deque([start])
     while queue:
         r, c = queue.popleft()
         for dr, dc in MOVES.values():
             nxt = (r + dr, c + dc)
-            if 0 <= nxt[0] < rows and 0 <= nxt[1] < cols and nxt not in seen and terrain[nxt[0]][nxt[1]] == LAND:
+            if nxt not in seen and is_open(nxt):
                 seen.add(nxt)
                 queue.append(nxt)
-    return seen
+                yield nxt
+
+
+def _reachable(terrain: list[str], start: Cell) -> set[Cell]:
+    rows, cols = len(terrain), len(terrain[0])
+    return {start, *flood(start, lambda cell: 0 <= cell[0] < rows and 0 <= cell[1] < cols
+                                              and terrain[cell[0]][cell[1]] == LAND)}
 
 
 def _start_in_largest_region(terrain: list[str], land: list[Cell], rng: random.Random) -> Cell:

@@ -269,7 +269,7 @@ def test_the_compass_asks_whether_a_waypoint_is_reachable_as_the_turn_search_ans
     # every waypoint of the round (some on water or rock: the search spreads from them all the same)
     from localqwen_safari.policies import _connected, _turn_search
 
-    checked = walled = 0
+    checked = 0
     for seed in range(6):
         episode = Episode.start(mission_for_seed("find-two", 300 + seed))
         for turn in play_turns(episode, compass):
@@ -278,7 +278,8 @@ def test_the_compass_asks_whether_a_waypoint_is_reachable_as_the_turn_search_ans
                     continue
                 reached = episode.position in _turn_search(episode, optimistic=True, start=waypoint)
                 assert _connected(episode, waypoint, episode.position) == reached, (seed, turn.turn, waypoint)
-                checked, walled = checked + 1, walled + (not reached)
+                checked += 1
+    assert checked > 1000
     # walled in by water it has seen: no waypoint is reachable, and both say so
     rows = ["." * 32 for _ in range(32)]
     for r in range(12, 19):
@@ -288,5 +289,3 @@ def test_the_compass_asks_whether_a_waypoint_is_reachable_as_the_turn_search_ans
     for waypoint in tour_waypoints(episode.world.size):
         assert not _connected(episode, waypoint, episode.position)
         assert episode.position not in _turn_search(episode, optimistic=True, start=waypoint)
-        walled += 1
-    assert checked > 1000 and walled > 0  # both answers were asked for
