@@ -5,10 +5,16 @@
 (tool calls, steps, images), as it ends: a stop or a crash keeps everything said before. The
 plugin's session metadata is saved after each turn. The TUI chat screen, the web chat tab and
 ``localqwen chat`` are views over this object; none of them knows which plugin it talks to.
+
+One turn at a time per session: while a session is answering, a second ``send``, a
+``regenerate`` or a ``clear`` of it is refused (:class:`SessionAnswering`). Two browser tabs on
+one session, or Enter pressed twice, would otherwise store two questions whose answers land in
+whichever order they end, and a clear mid-answer would leave an answer with no question.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,6 +33,39 @@ if TYPE_CHECKING:
 DEFAULT_CHAT_PLUGIN = "chat"  # the plain model chat, itself a plugin
 
 
+class SessionAnswering(ValueError):
+    """The session is still answering a turn (a ValueError, so every chat view shows its message)."""
+
+
+class _Answer(Iterator[Any]):
+    """A turn's events. The session counts as answering until they end, the caller closes them,
+    or they are dropped unread (a view that never iterates must not lock the session for good)."""
+
+    def __init__(self, events: Iterator[Any], release: Callable[[], None]) -> None:
+        self._events = events
+        self._release: Callable[[], None] | None = release
+
+    def __next__(self) -> Any:
+        try:
+            return next(self._events)
+        except BaseException:  # the end (StopIteration) or a failure: the turn is over either way
+            self.close()
+            raise
+
+    def close(self) -> None:
+        release, self._release = self._release, None
+        if release is not None:
+            try:
+                close = getattr(self._events, "close", None)
+                if close is not None:
+                    close()  # a stopped generator stores what was said so far (answer_stored)
+            finally:
+                release()
+
+    def __del__(self) -> None:
+        self.close()
+
+
 class Conversations:
     def __init__(self, host: PluginHost, services: Services,
                  make_context: Callable[[str, CancelToken], Context]) -> None:
@@ -35,6 +74,8 @@ class Conversations:
         self.host = host
         self.services = services
         self.make_context = make_context
+        self._answering: set[int] = set()  # session ids with a turn under way (ids are unique across plugins)
+        self._answering_lock = threading.Lock()
 
     # -- which plugins chat ---------------------------------------------------------------------
     def plugins(self) -> list[Plugin]:
@@ -67,6 +108,31 @@ class Conversations:
     def entries(self, plugin_id: str, session_id: int) -> list[ChatEntry]:
         return self.store(plugin_id).entries(session_id)
 
+    def clear(self, plugin_id: str, session_id: int) -> None:
+        """Forget the session's messages (it stays, with its metadata); refused while it answers."""
+        store = self.store(plugin_id)
+        store.session(session_id)
+        self._claim(session_id)
+        try:
+            store.truncate(session_id, 0)
+        finally:
+            self._release(session_id)
+
+    def answering(self, session_id: int) -> bool:
+        """Whether a turn of this session is under way (in this process)."""
+        with self._answering_lock:
+            return session_id in self._answering
+
+    def _claim(self, session_id: int) -> None:
+        with self._answering_lock:
+            if session_id in self._answering:
+                raise SessionAnswering(t("chat.still_answering"))
+            self._answering.add(session_id)
+
+    def _release(self, session_id: int) -> None:
+        with self._answering_lock:
+            self._answering.discard(session_id)
+
     def panel(self, plugin_id: str, session_id: int) -> list[ev.Table]:
         """The plugin's side panel for this session (its ``@chat_panel`` tables), or [] when it has none.
 
@@ -95,7 +161,8 @@ class Conversations:
 
         ``generation`` is the chat view's settings for this turn (max_new_tokens, temperature).
         Bad input (an empty message, a missing or oversized image, another plugin's session, a
-        generation setting out of bounds) raises ``ValueError`` / ``KeyError`` before anything is stored."""
+        generation setting out of bounds, a session still answering) raises ``ValueError`` /
+        ``KeyError`` before anything is stored."""
         plugin = self.plugin(plugin_id)
         store = self.store(plugin_id)
         store.session(session_id)
@@ -103,14 +170,19 @@ class Conversations:
         text = text.strip()
         if not text and not images:
             raise ValueError(t("chat.empty_message"))
-        attached = [self.attach_image(session_id, image) for image in images]
-        content: str | list[dict[str, Any]] = text
-        if attached:
-            content = [{"type": "image", "image": image} for image in attached]
-            if text:
-                content.append({"type": "text", "text": text})
-        store.append(session_id, {"role": "user", "content": content})
-        return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
+        self._claim(session_id)
+        try:
+            attached = [self.attach_image(session_id, image) for image in images]
+            content: str | list[dict[str, Any]] = text
+            if attached:
+                content = [{"type": "image", "image": image} for image in attached]
+                if text:
+                    content.append({"type": "text", "text": text})
+            store.append(session_id, {"role": "user", "content": content})
+            return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
+        except BaseException:
+            self._release(session_id)
+            raise
 
     def regenerate(self, plugin_id: str, session_id: int, cancel: CancelToken | None = None,
                    generation: dict[str, Any] | None = None) -> Iterator[Any]:
@@ -122,11 +194,18 @@ class Conversations:
         last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
         if last_user is None:
             raise ValueError(t("chat.nothing_to_regenerate"))
-        store.truncate(session_id, last_user + 1)
-        return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
+        self._claim(session_id)
+        try:
+            store.truncate(session_id, last_user + 1)
+            return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
+        except BaseException:
+            self._release(session_id)
+            raise
 
     def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken,
                 generation: dict[str, Any] | None = None) -> Iterator[Any]:
+        """The turn's events; the session (claimed by the caller) is released when they end."""
         ctx = self.make_context(plugin.id, cancel)
-        return answer_stored(store, session_id, lambda request: run_chat(plugin, request, ctx),
-                             generation=generation)
+        events = answer_stored(store, session_id, lambda request: run_chat(plugin, request, ctx),
+                               generation=generation)
+        return _Answer(events, lambda: self._release(session_id))

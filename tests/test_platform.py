@@ -107,6 +107,56 @@ def test_regenerate_replaces_the_last_answer():
     assert [e.message["role"] for e in talk.entries("parrot", session)] == ["user", "assistant"]
 
 
+def test_one_turn_at_a_time_per_session():
+    """A second send, a regenerate or a clear of a session still answering is refused and changes
+    nothing (two browser tabs, Enter pressed twice); the session is free again once the answer ends."""
+    from localqwen.conversations import SessionAnswering
+
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session, other = talk.new_session("parrot"), talk.new_session("parrot")
+    first = talk.send("parrot", session, "one two three")
+    assert next(first).kind == "step" and talk.answering(session)
+    for refused in (lambda: talk.send("parrot", session, "second question"),
+                    lambda: talk.regenerate("parrot", session),
+                    lambda: talk.clear("parrot", session)):
+        with pytest.raises(SessionAnswering, match="still answering"):
+            refused()
+    assert [e.message["content"] for e in talk.entries("parrot", session)] == ["one two three"]
+    list(talk.send("parrot", other, "meanwhile"))  # another session is not held up
+    rest = list(first)
+    assert rest[-1].kind == "done" and not talk.answering(session)
+    assert [e.message["role"] for e in talk.entries("parrot", session)] == ["user", "assistant"]
+    list(talk.send("parrot", session, "second question"))
+    talk.clear("parrot", session)
+    assert talk.entries("parrot", session) == []
+
+
+def test_a_turn_ended_early_or_failed_frees_its_session():
+    import gc
+
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    stream = talk.send("parrot", session, "one two three four")
+    for event in stream:
+        if event.kind == "text":
+            break
+    stream.close()  # a view that stops reading (a closed browser tab): what was said is kept
+    assert not talk.answering(session)
+    assert talk.entries("parrot", session)[-1].message["content"] == "you "
+    list(talk.send("parrot", session, "boom"))  # a failing responder ends the turn too
+    assert not talk.answering(session)
+    unread = talk.regenerate("parrot", session)  # a view that never reads its stream
+    assert talk.answering(session)
+    del unread
+    gc.collect()
+    assert not talk.answering(session)
+    with pytest.raises(ValueError):  # refused before the claim: nothing is held
+        talk.send("parrot", session, "  ")
+    assert not talk.answering(session)
+
+
 def test_sessions_are_namespaced_per_plugin():
     bench = bench_with(Parrot)
     store = bench.services.chats

@@ -93,7 +93,10 @@ class ChatTab:
 
     def clear(self, plugin_id: str | None, session_id: int | None) -> tuple[list[Any], str]:
         if plugin_id and session_id:
-            self.conversations.store(plugin_id).truncate(int(session_id), 0)
+            try:
+                self.conversations.clear(plugin_id, int(session_id))
+            except (ValueError, KeyError) as exc:  # still answering (another tab): nothing is lost
+                return self.show(plugin_id, session_id), f"⚠️ {_message(exc)}"
         return [], ""
 
     # -- talking ----------------------------------------------------------------------------------
@@ -112,11 +115,12 @@ class ChatTab:
             if not session_id:
                 session_id = self.conversations.latest_or_new_session(plugin_id)
             session_id = int(session_id)
-            token = self._token(session_id)
+            token = CancelToken()
             # Only files the browser uploaded (Gradio's upload folder, in the app cache) are accepted.
             images = [str(ensure_within(self.upload_roots, image)) for image in images]
             stream = self.conversations.send(plugin_id, session_id, value.get("text") or "", images, cancel=token,
                                              generation=_generation(max_new_tokens, temperature))
+            self._register(session_id, token)  # only now: a refused send must not take Stop from the running one
         except (ValueError, KeyError) as exc:
             yield self.show(plugin_id, session_id), gr.update(), f"⚠️ {_message(exc)}", gr.update()
             return
@@ -131,9 +135,11 @@ class ChatTab:
             yield [], gr.update(), t("chat.nothing_to_regenerate"), gr.update()
             return
         session_id = int(session_id)
+        token = CancelToken()
         try:
-            stream = self.conversations.regenerate(plugin_id, session_id, cancel=self._token(session_id),
+            stream = self.conversations.regenerate(plugin_id, session_id, cancel=token,
                                                    generation=_generation(max_new_tokens, temperature))
+            self._register(session_id, token)
         except (ValueError, KeyError) as exc:
             yield self.show(plugin_id, session_id), gr.update(), f"⚠️ {_message(exc)}", gr.update()
             return
@@ -146,10 +152,10 @@ class ChatTab:
             return f"⏹ {t('status.cancelled')}"
         return ""
 
-    def _token(self, session_id: int) -> CancelToken:
+    def _register(self, session_id: int, token: CancelToken) -> None:
+        """The running turn's token, which Stop cancels (one turn per session: conversations refuses a second)."""
         with self._lock:
-            token = self._tokens[session_id] = CancelToken()
-            return token
+            self._tokens[session_id] = token
 
     def _stream(self, plugin_id: str, session_id: int, stream: Iterator[Any], *, clear_input: bool, sessions: Any
                 ) -> Iterator[tuple[Any, ...]]:

@@ -173,6 +173,31 @@ def test_chat_handlers_render_a_plugin_chat_with_no_frontend_code(web):
     assert chat.conversations.entries("parrot", session) == []
 
 
+def test_chat_a_second_tab_cannot_start_a_turn_while_one_answers(web):
+    """Two tabs (or Enter twice) on one session: the second question is refused and kept in its box,
+    Clear is refused too, and Stop still stops the answer under way (its token is not replaced)."""
+    chat = web.chat
+    session = chat.conversations.new_session("parrot")
+    refused = cleared = stopped = None
+    for frame in chat.send({"text": "count 500", "files": []}, "parrot", session):
+        if refused is None and "1 2" in str(frame[0][-1]["content"]):
+            refused = list(chat.send({"text": "second question", "files": []}, "parrot", session))
+            cleared = chat.clear("parrot", session)
+            again = list(chat.regenerate("parrot", session))
+            stopped = chat.stop(session)
+    assert refused is not None and len(refused) == 1
+    shown, box, status, _ = refused[0]
+    assert "still answering" in status and box == {"__type__": "update"}  # the typed question stays
+    assert [m["content"] for m in shown] == ["count 500"]
+    assert "still answering" in cleared[1] and cleared[0][0]["content"] == "count 500"
+    assert "still answering" in again[0][2]
+    assert stopped.startswith("⏹") and "cancelled" in frame[2]
+    entries = chat.conversations.entries("parrot", session)
+    assert [e.message["role"] for e in entries] == ["user", "assistant"]
+    assert len(entries[1].message["content"].split()) < 500
+    assert not chat.conversations.answering(session)
+
+
 def test_chat_handlers_plain_chat_and_images(web, monkeypatch):
     from scripted_engine import ScriptedEngine
 

@@ -260,7 +260,11 @@ class ChatScreen(BaseScreen):
     async def action_clear(self) -> None:
         if self.busy or self.plugin_id is None or self.session_id is None:
             return
-        self.conversations.store(self.plugin_id).truncate(self.session_id, 0)
+        try:
+            self.conversations.clear(self.plugin_id, self.session_id)
+        except (ValueError, KeyError) as exc:  # answering in another view of this process: nothing is lost
+            self.notify(str(exc.args[0] if isinstance(exc, KeyError) else exc), severity="warning")
+            return
         await self.show_session(self.session_id)
 
     @on(Button.Pressed, "#chat-copy")
