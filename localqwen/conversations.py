@@ -38,8 +38,12 @@ class SessionAnswering(ValueError):
 
 
 class _Answer(Iterator[Any]):
-    """A turn's events. The session counts as answering until they end, the caller closes them,
-    or they are dropped unread (a view that never iterates must not lock the session for good)."""
+    """A turn's events. The session counts as answering until its ``Done`` is handed on, the events
+    end, the caller closes them, or they are dropped unread (a view that never iterates must not
+    lock the session for good). Before ``Done`` is handed on, the rest of the turn runs (answer_stored
+    saves the session's metadata after the Done it passes on; nothing follows a Done: run_chat holds
+    it back until the responder has ended). So a view that starts the next turn as soon as it shows
+    "done" is never refused, and that turn reads the metadata the last one left."""
 
     def __init__(self, events: Iterator[Any], release: Callable[[], None]) -> None:
         self._events = events
@@ -47,20 +51,28 @@ class _Answer(Iterator[Any]):
 
     def __next__(self) -> Any:
         try:
-            return next(self._events)
+            event = next(self._events)
         except BaseException:  # the end (StopIteration) or a failure: the turn is over either way
             self.close()
             raise
+        if isinstance(event, ev.Done):
+            for _ in self._events:  # runs answer_stored's metadata save; no event follows a Done
+                pass
+            self._free()
+        return event
 
-    def close(self) -> None:
+    def _free(self) -> None:
         release, self._release = self._release, None
         if release is not None:
-            try:
-                close = getattr(self._events, "close", None)
-                if close is not None:
-                    close()  # a stopped generator stores what was said so far (answer_stored)
-            finally:
-                release()
+            release()
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._events, "close", None)
+            if close is not None:
+                close()  # a generator stopped mid-answer stores what was said so far (answer_stored)
+        finally:
+            self._free()
 
     def __del__(self) -> None:
         self.close()

@@ -132,6 +132,22 @@ def test_one_turn_at_a_time_per_session():
     assert talk.entries("parrot", session) == []
 
 
+def test_at_done_the_session_is_free_and_its_metadata_saved():
+    """A view starts the next turn as soon as it shows "done": it must not be refused, and the next
+    turn must see the metadata the last one left (saved before Done is handed on, not after)."""
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session = talk.new_session("parrot")
+    stream = talk.send("parrot", session, "hello")
+    for event in stream:
+        if event.kind == "done":
+            break
+    assert not talk.answering(session)
+    assert talk.store("parrot").metadata(session) == {"turns": 1}
+    list(talk.send("parrot", session, "again"))
+    assert talk.store("parrot").metadata(session) == {"turns": 2}
+
+
 def test_a_turn_ended_early_or_failed_frees_its_session():
     import gc
 
