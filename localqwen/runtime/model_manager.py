@@ -20,6 +20,7 @@ from localqwen.runtime.catalog import CatalogEntry, GGUFVariant
 from localqwen.runtime.downloads import DownloadError, ProgressFn, download_repo
 from localqwen.runtime.model_files import ModelFileError, check_gguf, check_model_folder
 from localqwen.runtime.plan import BYTES_PER_PARAM, ModelInfo
+from localqwen.storage.file_lock import FileLock
 
 if TYPE_CHECKING:
     from localqwen.config import Config
@@ -105,13 +106,15 @@ class ModelManager:
             return {}  # a damaged registry only costs a cache lookup; the files are still there
 
     def _remember(self, key: str, record: dict[str, Any] | None) -> None:
-        registry = self._registry()
-        if record is None:
-            registry.pop(key, None)
-        else:
-            registry[key] = record
-        self.registry_file.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(self.registry_file, json.dumps(registry, indent=2, sort_keys=True))
+        # Read, change, write under the registry's lock: two downloads ending together (two web
+        # clicks, the web view and the CLI) would otherwise each write back a registry without the other's record.
+        with FileLock(self.registry_file.with_name(self.registry_file.name + ".lock")):
+            registry = self._registry()
+            if record is None:
+                registry.pop(key, None)
+            else:
+                registry[key] = record
+            atomic_write_text(self.registry_file, json.dumps(registry, indent=2, sort_keys=True))
 
     # -- resolving ---------------------------------------------------------------------------
     def resolve(self, model: str | Path, *, format: str = "auto", quant: str | None = None,

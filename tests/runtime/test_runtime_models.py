@@ -238,3 +238,25 @@ def test_modelscope_hub_is_used_when_chosen(monkeypatch, tmp_path, tiny_qwen3_pa
     assert calls == ["Qwen/Qwen3-1.7B"] and resolved.path == tmp_path / "ms_cache" / "Qwen/Qwen3-1.7B"
     assert seen[-1][0] == seen[-1][1] > 0
     assert manager().remove("qwen3-1.7b") == [resolved.path] and not resolved.path.exists()
+
+
+def test_the_download_registry_keeps_every_record_when_writers_meet():
+    """Downloads ending at once (two clicks, the web view and the CLI) each read, change and write the
+    registry: under its lock no record is lost. Without it this loses records on most runs."""
+    import threading
+
+    managers = [manager(), manager()]  # two holders, as two processes would have
+    start = threading.Barrier(len(managers))
+
+    def remember(number: int, holder: ModelManager) -> None:
+        start.wait()
+        for i in range(40):
+            holder._remember(f"model-{number}-{i}", {"transformers": f"/models/{number}/{i}"})
+
+    threads = [threading.Thread(target=remember, args=(n, m)) for n, m in enumerate(managers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    registry = managers[0]._registry()
+    assert len(registry) == 80 and registry["model-1-39"] == {"transformers": "/models/1/39"}
