@@ -13,6 +13,7 @@ from typing import Any
 
 from localqwen.atomic import atomic_write_text
 from localqwen.config import Config, parse_config_text, read_config_text
+from localqwen.storage.file_lock import FileLock
 from localqwen.vocabulary.toml_writer import toml_value
 
 _HEADER = re.compile(r"^\s*\[([^\[\]]+)\]\s*(#.*)?$")
@@ -24,10 +25,13 @@ def set_config_value(path: Path, section: str, key: str, value: Any) -> Config:
     ``section`` is dotted for nested tables (``plugins.captioner``). Raises ``ConfigError`` if
     the result would not be a valid config; the file is then left as it was.
     """
-    text = read_config_text(path) if path.exists() else ""
-    new_text = _with_value(text, section, key, toml_value(value))
-    config = parse_config_text(new_text, path)
-    atomic_write_text(path, new_text)
+    # Read, change, write under the file's lock: two settings saved at once (two pickers in the web
+    # view, the TUI beside it) would otherwise each write back a file without the other's change.
+    with FileLock(path.with_name(path.name + ".lock")):
+        text = read_config_text(path) if path.exists() else ""
+        new_text = _with_value(text, section, key, toml_value(value))
+        config = parse_config_text(new_text, path)
+        atomic_write_text(path, new_text)
     return config
 
 

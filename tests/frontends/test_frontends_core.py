@@ -74,6 +74,31 @@ def test_set_config_value_keeps_comments_and_validates(tmp_path):
     assert path.read_text(encoding="utf-8") == before
 
 
+def test_settings_saved_at_once_keep_both_changes(tmp_path):
+    """Two pickers changed at once in the web view (or the TUI beside it) each read, change and write
+    the file: under its lock no change is lost (without it, 4 of 4 runs lost one)."""
+    import threading
+
+    path = tmp_path / "config.toml"
+    path.write_text("# mine\n[app]\ntheme = \"nord\"\n", encoding="utf-8")
+    start = threading.Barrier(2)
+
+    def save(section: str) -> None:
+        start.wait()
+        for i in range(20):  # a new key each time: a change lost once stays lost
+            set_config_value(path, section, f"model_{i}", f"{section}-model-{i}")
+
+    threads = [threading.Thread(target=save, args=(f"plugins.p{n}",)) for n in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    loaded, error = load_config(path)
+    assert error is None and loaded.app.theme == "nord"
+    for n in range(2):
+        assert loaded.plugins[f"p{n}"] == {f"model_{i}": f"plugins.p{n}-model-{i}" for i in range(20)}
+
+
 # -- chat (bench.conversations, what every chat view calls) ------------------------------------------
 def scripted_chat(monkeypatch, engine):
     """A workbench whose plain chat plugin talks to ``engine`` (the real chat plugin, a scripted engine)."""
