@@ -56,9 +56,11 @@ class _Answer(Iterator[Any]):
             self.close()
             raise
         if isinstance(event, ev.Done):
-            for _ in self._events:  # runs answer_stored's metadata save; no event follows a Done
-                pass
-            self._free()
+            try:
+                for _ in self._events:  # runs answer_stored's metadata save; no event follows a Done
+                    pass
+            finally:
+                self._free()
         return event
 
     def _free(self) -> None:
@@ -216,7 +218,7 @@ class Conversations:
 
     def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken,
                 generation: dict[str, Any] | None = None) -> Iterator[Any]:
-        """The turn's events; the session (claimed by the caller) is released when they end."""
+        """The turn's events; the session (claimed by the caller) is released at their Done (:class:`_Answer`)."""
         ctx = self.make_context(plugin.id, cancel)
         events = answer_stored(store, session_id, lambda request: run_chat(plugin, request, ctx),
                                generation=generation)

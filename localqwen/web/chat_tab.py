@@ -125,7 +125,7 @@ class ChatTab:
             yield self.show(plugin_id, session_id), gr.update(), f"⚠️ {_message(exc)}", gr.update()
             return
         sessions = gr.update(choices=self.session_choices(plugin_id), value=session_id)
-        yield from self._stream(plugin_id, session_id, stream, clear_input=True, sessions=sessions)
+        yield from self._stream(plugin_id, session_id, stream, token, clear_input=True, sessions=sessions)
 
     def regenerate(self, plugin_id: str | None, session_id: int | None, max_new_tokens: float | None = None,
                    temperature: float | None = None) -> Iterator[tuple[Any, ...]]:
@@ -143,7 +143,7 @@ class ChatTab:
         except (ValueError, KeyError) as exc:
             yield self.show(plugin_id, session_id), gr.update(), f"⚠️ {_message(exc)}", gr.update()
             return
-        yield from self._stream(plugin_id, session_id, stream, clear_input=False, sessions=gr.update())
+        yield from self._stream(plugin_id, session_id, stream, token, clear_input=False, sessions=gr.update())
 
     def stop(self, session_id: int | None) -> str:
         token = self._tokens.get(int(session_id)) if session_id else None
@@ -157,8 +157,8 @@ class ChatTab:
         with self._lock:
             self._tokens[session_id] = token
 
-    def _stream(self, plugin_id: str, session_id: int, stream: Iterator[Any], *, clear_input: bool, sessions: Any
-                ) -> Iterator[tuple[Any, ...]]:
+    def _stream(self, plugin_id: str, session_id: int, stream: Iterator[Any], token: CancelToken, *,
+                clear_input: bool, sessions: Any) -> Iterator[tuple[Any, ...]]:
         import gradio as gr
 
         history = self.show(plugin_id, session_id)  # read before the answer starts, so it is not in it
@@ -174,7 +174,9 @@ class ChatTab:
                     model = event.message.removeprefix(MODEL_LINE_PREFIX)  # shown in the status line
                 answer.add(event)
             yield history + answer.messages(), gr.update(), _status(answer, model), gr.update()
-        self._tokens.pop(session_id, None)
+        with self._lock:  # the next turn (begun at this one's Done, say from another tab) keeps its own
+            if self._tokens.get(session_id) is token:
+                del self._tokens[session_id]
         # The stored answer now carries everything shown; an error shown live stays on screen.
         yield history + answer.messages(), gr.update(), _status(answer), \
             gr.update(choices=self.session_choices(plugin_id), value=session_id)

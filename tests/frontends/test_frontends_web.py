@@ -198,6 +198,25 @@ def test_chat_a_second_tab_cannot_start_a_turn_while_one_answers(web):
     assert not chat.conversations.answering(session)
 
 
+def test_chat_a_turn_begun_at_the_last_ones_done_keeps_its_stop(web):
+    """The session is free at an answer's Done; a turn begun then (another tab) is not refused, and
+    the first tab's page finishing afterwards does not take the new turn's Stop away."""
+    chat = web.chat
+    session = chat.conversations.new_session("parrot")
+    first = chat.send({"text": "hello", "files": []}, "parrot", session)
+    for frame in first:
+        if frame[2].startswith("done"):  # the answer's Done has arrived; this page has not finished yet
+            break
+    assert not chat.conversations.answering(session)
+    second = chat.send({"text": "count 500", "files": []}, "parrot", session)
+    assert "still answering" not in next(second)[2]
+    list(first)  # the first page finishes now
+    stopped = chat.stop(session)
+    frames = list(second)
+    assert stopped.startswith("⏹") and "cancelled" in frames[-1][2]
+    assert len(chat.conversations.entries("parrot", session)[-1].message["content"].split()) < 500
+
+
 def test_chat_handlers_plain_chat_and_images(web, monkeypatch):
     from scripted_engine import ScriptedEngine
 
