@@ -10,12 +10,15 @@
 from __future__ import annotations
 
 import json
+import os
 import random
-from collections.abc import Iterator
+import shutil
+from collections.abc import Callable, Iterator
 from contextlib import nullcontext
 from pathlib import Path
 from typing import IO, Any
 
+from localqwen.storage.file_lock import FileLock
 from localqwen.vocabulary import events as ev
 from localqwen_safari.episode import Episode, tool_schemas
 from localqwen_safari.look import look_line, look_question, look_row, sighting, with_look
@@ -29,6 +32,8 @@ from localqwen_safari.world import SPECIES, Cell
 DATASET_FILE = "dataset.jsonl"
 CONVERSATIONS_FILE = "conversations.jsonl"
 GROUNDING_FILE = "grounding.jsonl"  # the question rows alone, with ``grounding_apart`` (the grounding warm-up's)
+LOCK_FILE = ".generate.lock"  # held by the run writing into a folder: two at once would mix their rows
+STAGING_PREFIX = ".generating-"  # a run's files until it is done (_publish)
 TRAIN_SEED_START = 100_000  # far from the evaluation seeds (1000-1299 in the README)
 DAGGER_SEED_START = 300_000  # the missions a model plays for DAgger (round N: the next block), away from both
 
@@ -60,7 +65,10 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     some views another species in view, as the look must bind the asked species to its cells and
     targets are in view on one turn in six). ``route`` (compact profile): rows for a model asked the
     route first (route.py): each compact context holds the route line a perfect route stage gives.
-    ``openings`` (compact profile): each compact Thought says how far each way is open (openings.py)."""
+    ``openings`` (compact profile): each compact Thought says how far each way is open (openings.py).
+
+    The files appear in ``out_dir`` only when the run is complete, replacing the last run's
+    (:func:`_generate_staged`); a second run into the same folder while one writes is refused."""
     system_prompt(prompt)  # an unknown profile or teacher fails here, before any file is written
     teacher_policy = get_teacher(teacher)
     if route and prompt != "compact":
@@ -84,51 +92,92 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     if any(k not in KINDS for k in kinds):
         raise ValueError(f"unknown mission kind {kind!r} (expected one of {', '.join(KINDS)} or both)")
     out_dir = Path(out_dir).expanduser()
-    images = out_dir / "images"
-    images.mkdir(parents=True, exist_ok=True)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(out_dir / LOCK_FILE)
+    if not lock.acquire(blocking=False):
+        raise ValueError(f"{out_dir}: another generate is writing there ({lock.holder() or 'a live process'}); "
+                         "wait for it or pick another --output-dir")
+    try:
+        return (yield from _generate_staged(out_dir, episodes, kinds, seed_start, policy, prompt, oversample,
+                                            grounding, grounding_apart, teacher, look, route, openings, lines))
+    finally:
+        lock.release()
+
+
+def _generate_staged(out_dir: Path, episodes: int, kinds: list[str], seed_start: int,
+                     policy: Callable[[Episode], Decision], prompt: str, oversample: int, grounding: int,
+                     grounding_apart: bool, teacher: str, look: bool, route: bool, openings: bool,
+                     lines: list[str]) -> Iterator[Any]:
+    """:func:`generate`'s work, written into a staging folder inside ``out_dir`` and put in place
+    only once complete (:func:`_publish`): a run stopped or killed midway leaves the dataset that was
+    there before, never a part of one or rows whose images another run overwrote. Runs own the
+    folder's lock, so a staging folder left by a killed run is removed here."""
+    for stale in out_dir.glob(STAGING_PREFIX + "*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    staging = out_dir / f"{STAGING_PREFIX}{os.getpid()}"
+    (staging / "images").mkdir(parents=True)
+    names = [DATASET_FILE, CONVERSATIONS_FILE] + ([GROUNDING_FILE] if grounding_apart else [])
     tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message=f"{teacher} episodes")
     rows = training_rows = successes = 0
-    with open(out_dir / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
-            open(out_dir / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
-            open(out_dir / GROUNDING_FILE, "w", encoding="utf-8") if grounding_apart else nullcontext(chat_rows) \
-            as question_rows:
-        for index, mission in enumerate(missions_in_turn(episodes, seed_start, tuple(kinds))):
-            episode = Episode.start(mission)
-            for turn in play_turns(episode, policy, render=True):
-                image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
-                assert turn.view is not None
-                (out_dir / image_file).write_bytes(turn.view)
-                copies = oversample if turn.decision.situation in TARGET_SITUATIONS else 1
-                context, compact = turn.context, turn.compact_context
-                if look:
-                    line = look_line(turn.targets, turn.position, turn.animals_in_view)
-                    context, compact = with_look(context, line), with_look(compact, line)
-                if route:
-                    compact = with_route(compact, lines.pop())
-                write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission, turn=turn.number,
-                           image_file=image_file, context=context, compact_context=compact,
-                           decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
-                           lead=turn.reply_lead(openings))
-                rows += 1
-                training_rows += copies
-                if look:
-                    for row in look_rows(image_file, turn.targets, turn.position, turn.animals_in_view, prompt,
-                                         random.Random(f"look-{seed_start + index}-{turn.number}")):
-                        chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-                        training_rows += 1
-                for question in range(grounding):
-                    row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
-                                        random.Random(f"{seed_start + index}-{turn.number}-{question}"),
-                                        ask_present=question % 2 == 0)
-                    question_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-                    training_rows += not grounding_apart
-            successes += episode.success
-            if index % 20 == 19 or index == episodes - 1:
-                yield tracker.update(index + 1)
+    try:
+        with open(staging / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
+                open(staging / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
+                open(staging / GROUNDING_FILE, "w", encoding="utf-8") if grounding_apart else nullcontext(chat_rows) \
+                as question_rows:
+            for index, mission in enumerate(missions_in_turn(episodes, seed_start, tuple(kinds))):
+                episode = Episode.start(mission)
+                for turn in play_turns(episode, policy, render=True):
+                    image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
+                    assert turn.view is not None
+                    (staging / image_file).write_bytes(turn.view)
+                    copies = oversample if turn.decision.situation in TARGET_SITUATIONS else 1
+                    context, compact = turn.context, turn.compact_context
+                    if look:
+                        line = look_line(turn.targets, turn.position, turn.animals_in_view)
+                        context, compact = with_look(context, line), with_look(compact, line)
+                    if route:
+                        compact = with_route(compact, lines.pop())
+                    write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission,
+                               turn=turn.number, image_file=image_file, context=context, compact_context=compact,
+                               decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
+                               lead=turn.reply_lead(openings))
+                    rows += 1
+                    training_rows += copies
+                    if look:
+                        for row in look_rows(image_file, turn.targets, turn.position, turn.animals_in_view, prompt,
+                                             random.Random(f"look-{seed_start + index}-{turn.number}")):
+                            chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                            training_rows += 1
+                    for question in range(grounding):
+                        row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
+                                            random.Random(f"{seed_start + index}-{turn.number}-{question}"),
+                                            ask_present=question % 2 == 0)
+                        question_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        training_rows += not grounding_apart
+                successes += episode.success
+                if index % 20 == 19 or index == episodes - 1:
+                    yield tracker.update(index + 1)
+        _publish(staging, out_dir, names)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "teacher": teacher,
             "teacher_success_rate": round(successes / episodes, 4),
             "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
-            "images": str(images), **({"grounding": str(out_dir / GROUNDING_FILE)} if grounding_apart else {})}
+            "images": str(out_dir / "images"),
+            **({"grounding": str(out_dir / GROUNDING_FILE)} if grounding_apart else {})}
+
+
+def _publish(staging: Path, out_dir: Path, names: list[str]) -> None:
+    """Put a finished run's files in place of the last run's. The old row files go first, so a kill
+    between these renames leaves no dataset (the trainer says it finds none), never rows that point
+    at the other run's images; the old images folder goes with the staging folder."""
+    for name in (DATASET_FILE, CONVERSATIONS_FILE, GROUNDING_FILE):
+        (out_dir / name).unlink(missing_ok=True)
+    if (out_dir / "images").exists():
+        (out_dir / "images").rename(staging / "images.old")
+    (staging / "images").rename(out_dir / "images")
+    for name in names:
+        (staging / name).replace(out_dir / name)
 
 
 def write_turn(seed_rows: IO[str], chat_rows: IO[str], *, prompt: str, episode: int, mission: Mission, turn: int,

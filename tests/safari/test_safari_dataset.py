@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pytest
 from event_streams import drain
@@ -138,3 +139,39 @@ def test_rows_render_with_the_qwen3_vl_chat_template(tmp_path, tiny_qwen3_vl_pat
     call = row["messages"][2]["tool_calls"][-1]["function"]
     assert f'<tool_call>\n{{"name": "{call["name"]}", "arguments": ' in text
     assert "<|vision_start|>" in text
+
+
+def test_a_run_stopped_midway_leaves_the_last_dataset_whole(tmp_path):
+    """Stopped (a cancelled job, Ctrl-C) after its first progress event, a run leaves the dataset
+    that was there, its images included, and no staging folder behind."""
+    _run(generate(tmp_path, 4, seed_start=500))
+    def files() -> dict[Path, bytes]:  # the lock file aside: it names its last holder
+        return {path.relative_to(tmp_path): path.read_bytes() for path in tmp_path.rglob("*")
+                if path.is_file() and path.name != ".generate.lock"}
+
+    before = files()
+    run = generate(tmp_path, 40, seed_start=900)
+    next(run)  # 20 episodes written into the staging folder
+    assert any(tmp_path.glob(".generating-*/images/*.png"))
+    run.close()
+    assert files() == before and not list(tmp_path.glob(".generating-*"))
+
+
+def test_a_finished_run_replaces_the_last_one_and_leaves_none_of_its_images(tmp_path):
+    _run(generate(tmp_path, 6, seed_start=500))
+    (tmp_path / ".generating-999999" / "images").mkdir(parents=True)  # left by a killed run
+    _, summary = _run(generate(tmp_path, 2, seed_start=700))
+    rows = [json.loads(line) for line in (tmp_path / DATASET_FILE).read_text().splitlines()]
+    assert len(rows) == summary["rows"] and {row["episode"] for row in rows} == {0, 1}
+    images = {f"images/{path.name}" for path in (tmp_path / "images").iterdir()}
+    assert images == {row["image_file"] for row in rows}  # the 6-episode run's other images are gone
+    assert not list(tmp_path.glob(".generating-*"))
+
+
+def test_two_runs_into_one_folder_at_once_are_refused(tmp_path):
+    first = generate(tmp_path, 40, seed_start=500)
+    next(first)
+    with pytest.raises(ValueError, match="another generate is writing there"):
+        _run(generate(tmp_path, 2, seed_start=700))
+    _, summary = _run(first)
+    assert summary["episodes"] == 40 and len((tmp_path / DATASET_FILE).read_text().splitlines()) == summary["rows"]
