@@ -79,6 +79,30 @@ async def move(pilot, screen, button: str) -> None:
 
 
 @async_test
+async def test_a_stale_view_is_not_shown_into_a_rebuilt_or_left_step(app):
+    """The step's view is loaded in a thread and shown over several awaits. A view loaded before the
+    step was rebuilt (a setup picked by name) or the screen left (Escape) must not be shown: into the
+    new form it mounted its lists twice (DuplicateIds), into a removed one it crashed the app with
+    NoMatches (seen under load in the palette test)."""
+    async with app.run_test(size=SIZE) as pilot:
+        await home_ready(pilot, app)
+        await pilot.click("#wizard-trainer")
+        screen = app.screen
+        await view_ready(pilot, screen)
+        old_view, old_serial = screen.view, screen._view_serial
+        await screen._rebuild()  # the form is composed anew and its view loaded again
+        await screen._show_view(old_view, old_serial)  # the old load arriving late: dropped
+        await view_ready(pilot, screen)
+        assert screen._view_serial == old_serial + 1 and len(screen.query("#choices-model")) == 1
+        form, serial = screen.form_view, screen._view_serial
+        await pilot.press("escape")
+        await wait_for(pilot, lambda: not isinstance(app.screen, WizardScreen))
+        assert not screen._showing(serial, form)
+        await screen._show_view(screen.view, serial)  # arriving after the screen was left: dropped
+        assert app.is_running
+
+
+@async_test
 async def test_the_wizard_walks_the_steps_keeps_the_name_and_greys_out_what_cannot_run(app, tiny_qwen3_path,
                                                                                      words_file):
     async with app.run_test(size=SIZE) as pilot:

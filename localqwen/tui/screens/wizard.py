@@ -80,6 +80,9 @@ class WizardScreen(BaseScreen):
         self.job: Job | None = None
         self.view: StepView | None = None
         self.done: list[str] = walk.done()
+        # Which load of the step's view is the current one: a rebuild (another step or setup) or
+        # leaving the screen makes a view still being shown stale, and it stops where it is.
+        self._view_serial = 0
 
     def compose(self) -> ComposeResult:
         walk = self.walk
@@ -118,7 +121,8 @@ class WizardScreen(BaseScreen):
         if name_row:
             name_row.first().display = False  # asked once, above every step
         self.query_one("#intro-title").display = False
-        self._load_view()
+        self._view_serial += 1
+        self._load_view(self._view_serial)
 
     @property
     def form_view(self) -> FormView:
@@ -130,24 +134,29 @@ class WizardScreen(BaseScreen):
 
     # -- the step's view (prefill, lists, intro) ------------------------------------------------
     @work(thread=True, exclusive=True, group="wizard-view")
-    def _load_view(self) -> None:
+    def _load_view(self, serial: int) -> None:
         walk, index = self.walk, self.walk.index
         try:
             view = walk.view()
         except Exception as exc:  # the form still works without prefill or lists
             self.app.call_from_thread(self.notify, f"{type(exc).__name__}: {exc}", severity="error")
             view = StepView(done=self.done)
-        if walk.index == index:  # still on that step
-            self.app.call_from_thread(self._show_view, view)  # type: ignore[arg-type]
+        if walk.index == index and serial == self._view_serial:  # still on that step
+            self.app.call_from_thread(self._show_view, view, serial)  # type: ignore[arg-type]
 
-    async def _show_view(self, view: StepView) -> None:
-        if not self.is_attached:
+    def _showing(self, serial: int, form: FormView) -> bool:
+        """Whether the view of load ``serial`` may still go into ``form`` (checked after each await:
+        escape pressed, or the step rebuilt, while it was being shown removed what it fills in)."""
+        return self.is_attached and form.is_attached and serial == self._view_serial
+
+    async def _show_view(self, view: StepView, serial: int) -> None:
+        form = self.form_view if self.is_attached else None
+        if form is None or not self._showing(serial, form):
             return
         self.view = view
         self.done = view.done
         self.query_one("#step-bar", Static).update(self.walk.step_bar(self.done))
         self.query_one("#step-loading").display = False
-        form = self.form_view
         names = {spec.name for spec in form.specs}
         for name, value in view.values.items():
             if name in names and name != self.walk.flow.name_field and value is not None:
@@ -162,6 +171,8 @@ class WizardScreen(BaseScreen):
             widget = form.input_for(name)
             listing = ChoiceList(name, choices)
             await row.mount(listing, before=widget)
+            if not self._showing(serial, form):
+                return
             if isinstance(widget, Select):
                 widget.display = False  # the list replaces the drop-down (it can show why an entry is greyed)
             current = view.values.get(name)
@@ -171,6 +182,8 @@ class WizardScreen(BaseScreen):
         if view.intro:
             self.query_one("#intro-title").display = True
             await self.query_one("#intro", EventView).add_events(list(view.intro))
+            if not self._showing(serial, form):
+                return
         # Typing starts in the step's first list or field, not nowhere.
         target = first_list or next((form.input_for(s.name) for s in form.specs
                                      if s.name != self.walk.flow.name_field and not s.advanced), None)
