@@ -206,9 +206,9 @@ def test_real_browser_trains_in_the_wizard(trainer_web, browser, tmp_path, tiny_
     assert "Memory estimate" in driver.find_element(By.ID, "wizard-intro-trainer-run").text
     wait.until(ec.element_to_be_clickable((By.ID, "wizard-run-trainer"))).click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "wizard-status-trainer"), "done"))
-    time.sleep(1)  # let the chart draw
     assert "Error" not in driver.find_element(By.ID, "wizard-status-trainer").text
-    assert driver.find_element(By.ID, "wizard-metrics-trainer").is_displayed()  # the charts
+    # The charts: the page may draw them a moment after the status says done (seen on a loaded machine).
+    wait.until(ec.visibility_of_element_located((By.ID, "wizard-metrics-trainer")))
     driver.set_window_size(1400, 2200)  # the step bar, the estimate and the charts in one picture
     driver.execute_script("window.scrollTo(0, 0)")
     time.sleep(0.5)
