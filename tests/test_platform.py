@@ -107,6 +107,19 @@ def test_regenerate_replaces_the_last_answer():
     assert [e.message["role"] for e in talk.entries("parrot", session)] == ["user", "assistant"]
 
 
+def parrot_session():
+    talk = bench_with(Parrot).conversations
+    return talk, talk.new_session("parrot")
+
+
+def read_until(stream, kind: str):
+    """Read ``stream`` up to and with the first event of ``kind``; the rest is left unread."""
+    for event in stream:
+        if event.kind == kind:
+            return stream
+    raise AssertionError(f"no {kind} event")
+
+
 def test_one_turn_at_a_time_per_session():
     """A second send, a regenerate or a clear of a session still answering is refused and changes
     nothing (two browser tabs, Enter pressed twice); the session is free again once the answer ends."""
@@ -135,13 +148,8 @@ def test_one_turn_at_a_time_per_session():
 def test_at_done_the_session_is_free_and_its_metadata_saved():
     """A view starts the next turn as soon as it shows "done": it must not be refused, and the next
     turn must see the metadata the last one left (saved before Done is handed on, not after)."""
-    bench = bench_with(Parrot)
-    talk = bench.conversations
-    session = talk.new_session("parrot")
-    stream = talk.send("parrot", session, "hello")
-    for event in stream:
-        if event.kind == "done":
-            break
+    talk, session = parrot_session()
+    read_until(talk.send("parrot", session, "hello"), "done")
     assert not talk.answering(session)
     assert talk.store("parrot").metadata(session) == {"turns": 1}
     list(talk.send("parrot", session, "again"))
@@ -151,13 +159,8 @@ def test_at_done_the_session_is_free_and_its_metadata_saved():
 def test_a_turn_ended_early_or_failed_frees_its_session():
     import gc
 
-    bench = bench_with(Parrot)
-    talk = bench.conversations
-    session = talk.new_session("parrot")
-    stream = talk.send("parrot", session, "one two three four")
-    for event in stream:
-        if event.kind == "text":
-            break
+    talk, session = parrot_session()
+    stream = read_until(talk.send("parrot", session, "one two three four"), "text")
     stream.close()  # a view that stops reading (a closed browser tab): what was said is kept
     assert not talk.answering(session)
     assert talk.entries("parrot", session)[-1].message["content"] == "you "
