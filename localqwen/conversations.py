@@ -14,7 +14,6 @@ whichever order they end, and a clear mid-answer would leave an answer with no q
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,8 +87,6 @@ class Conversations:
         self.host = host
         self.services = services
         self.make_context = make_context
-        self._answering: set[int] = set()  # session ids with a turn under way (ids are unique across plugins)
-        self._answering_lock = threading.Lock()
 
     # -- which plugins chat ---------------------------------------------------------------------
     def plugins(self) -> list[Plugin]:
@@ -133,19 +130,16 @@ class Conversations:
             self._release(session_id)
 
     def answering(self, session_id: int) -> bool:
-        """Whether a turn of this session is under way (in this process)."""
-        with self._answering_lock:
-            return session_id in self._answering
+        """Whether a turn of this session is under way in this process (a chat view's, or a plugin's
+        ask action storing into it: the chat store keeps the one list of them)."""
+        return self.services.chats.answering(session_id)
 
     def _claim(self, session_id: int) -> None:
-        with self._answering_lock:
-            if session_id in self._answering:
-                raise SessionAnswering(t("chat.still_answering"))
-            self._answering.add(session_id)
+        if not self.services.chats.claim_turn(session_id):
+            raise SessionAnswering(t("chat.still_answering"))
 
     def _release(self, session_id: int) -> None:
-        with self._answering_lock:
-            self._answering.discard(session_id)
+        self.services.chats.release_turn(session_id)
 
     def panel(self, plugin_id: str, session_id: int) -> list[ev.Table]:
         """The plugin's side panel for this session (its ``@chat_panel`` tables), or [] when it has none.

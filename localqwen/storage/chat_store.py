@@ -11,6 +11,7 @@ while it was made (tool-call blocks, step panels, images), so a reopened chat lo
 from __future__ import annotations
 
 import json
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -70,6 +71,26 @@ class ChatStore:
     def __init__(self, database: Database) -> None:
         self.database = database
         database.migrate("chat_history", MIGRATIONS)
+        # Sessions with a turn under way in this process (the chat views through Conversations, a
+        # plugin's ask action): one turn at a time, or two answers land in either order.
+        self._answering: set[int] = set()
+        self._answering_lock = threading.Lock()
+
+    def claim_turn(self, session_id: int) -> bool:
+        """Mark a turn of ``session_id`` under way; False (nothing changed) when one already is."""
+        with self._answering_lock:
+            if session_id in self._answering:
+                return False
+            self._answering.add(session_id)
+            return True
+
+    def release_turn(self, session_id: int) -> None:
+        with self._answering_lock:
+            self._answering.discard(session_id)
+
+    def answering(self, session_id: int) -> bool:
+        with self._answering_lock:
+            return session_id in self._answering
 
     def for_plugin(self, plugin_id: str) -> PluginChats:
         return PluginChats(self, plugin_id)
@@ -176,6 +197,14 @@ class PluginChats:
 
     def session(self, session_id: int) -> ChatSessionInfo:
         return self.store.session(session_id, self.plugin_id)
+
+    def claim_turn(self, session_id: int) -> bool:
+        """See :meth:`ChatStore.claim_turn` (this plugin's sessions only)."""
+        self.session(session_id)
+        return self.store.claim_turn(session_id)
+
+    def release_turn(self, session_id: int) -> None:
+        self.store.release_turn(session_id)
 
     def latest_or_new(self) -> int:
         found = self.sessions(limit=1)

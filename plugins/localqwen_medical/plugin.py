@@ -110,9 +110,18 @@ class Medical(Plugin):
         chats = ctx.chats
         found = [info.id for info in chats.sessions(limit=100_000) if info.metadata.get("name") == form.session]
         session_id = found[0] if found else chats.create_session(metadata={"name": form.session})
-        chats.append(session_id, {"role": "user", "content": form.question})
-        config = self._config(ctx)
-        yield from answer_stored(chats, session_id, lambda request: answer(request, ctx, config), metadata=metadata)
+        if not chats.claim_turn(session_id):  # one turn of a session at a time (its chat may be answering)
+            message = f"session {form.session!r} is still answering a question; ask again when it is done"
+            yield events.Error(message=message, field="session")
+            yield events.Done(status="failed", summary=message)
+            return
+        try:
+            chats.append(session_id, {"role": "user", "content": form.question})
+            config = self._config(ctx)
+            yield from answer_stored(chats, session_id, lambda request: answer(request, ctx, config),
+                                     metadata=metadata)
+        finally:
+            chats.release_turn(session_id)
 
     @action(form=AuditForm, title="Audit")
     def audit(self, form: AuditForm, ctx: Context):

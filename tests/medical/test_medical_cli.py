@@ -37,3 +37,22 @@ def test_evaluate_router_json():
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])["result"]
     assert result["macro_f1"] >= 0.95 and set(result["per_label"]) == {"chat", "medical", "complex"}
+
+
+def test_ask_waits_its_turn_when_the_session_is_answering():
+    """The ask action stores into a chat session the chat view may be answering in: one turn at a time."""
+    from localqwen.app import Workbench
+
+    bench = Workbench.create()
+    chats = bench.services.chats.for_plugin("medical")
+    list(bench.run("medical", "ask", {"question": "孕妇拉肚子能吃什么药？", "rules_only": True, "session": "ward"}))
+    [session] = [info.id for info in chats.sessions() if info.metadata.get("name") == "ward"]
+    before = chats.messages(session)
+    assert chats.claim_turn(session)  # a chat turn under way in this session
+    refused = list(bench.run("medical", "ask", {"question": "还有呢？", "rules_only": True, "session": "ward"}))
+    assert refused[-1].status == "failed" and "still answering" in refused[-1].summary
+    assert chats.messages(session) == before  # nothing stored
+    chats.release_turn(session)
+    done = list(bench.run("medical", "ask", {"question": "还有呢？", "rules_only": True, "session": "ward"}))
+    assert done[-1].status == "ok" and not bench.conversations.answering(session)
+    assert len(chats.messages(session)) == len(before) + 2

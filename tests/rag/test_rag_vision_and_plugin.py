@@ -99,3 +99,18 @@ def test_ask_action_end_to_end(tmp_path, tiny_qwen3_path):
     assert "responder" in panel_text and len(panel_text) == len(set(panel_text))
     shown = workbench.conversations.entries("rag", session.id)[3].display  # the save turn had the tool turn
     assert "tools" in [d["step"] for d in shown if d["kind"] == "text"]
+
+
+def test_ask_waits_its_turn_when_the_session_is_answering(tmp_path):
+    """The ask action stores into the chat session the chat tab may be answering in: refused, nothing stored."""
+    from localqwen_rag.sessions import named_session
+
+    workbench = Workbench.create()
+    chats = workbench.services.chats.for_plugin("rag")
+    session = named_session(chats, "default")
+    assert chats.claim_turn(session)  # the chat tab answering in this session
+    refused = list(workbench.run("rag", "ask", {"question": "Which drug prevents blood clots?"}))
+    assert refused[-1].status == "failed" and "still answering" in refused[-1].summary
+    assert chats.messages(session) == []
+    chats.release_turn(session)
+    assert not workbench.conversations.answering(session)
