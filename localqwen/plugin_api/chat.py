@@ -225,3 +225,22 @@ def answer_stored(chats: PluginChats, session_id: int, respond: Callable[[ChatRe
             record.store(chats, session_id)
         if request.metadata != stored:
             chats.set_metadata(session_id, request.metadata)
+
+
+def ask_in_session(chats: PluginChats, session_id: int, message: dict[str, Any],
+                   respond: Callable[[ChatRequest], Iterator[Any]], *, session_name: str,
+                   metadata: dict[str, Any] | None = None) -> Iterator[Any]:
+    """A plugin action's turn in one of its chat sessions (the RAG and medical ``ask``): store the
+    user ``message`` and answer it with :func:`answer_stored`, one turn of a session at a time, as the
+    chat views do. While the session answers elsewhere (its chat tab) the turn is refused with an
+    ``Error`` and a failed ``Done``, and nothing is stored."""
+    if not chats.claim_turn(session_id):
+        refusal = f"session {session_name!r} is still answering a question; ask again when it is done"
+        yield ev.Error(message=refusal, field="session")
+        yield ev.Done(status="failed", summary=refusal)
+        return
+    try:
+        chats.append(session_id, message)
+        yield from answer_stored(chats, session_id, respond, metadata=metadata)
+    finally:
+        chats.release_turn(session_id)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
-from localqwen.plugin_api.chat import ChatRequest, answer_stored, chat, chat_panel
+from localqwen.plugin_api.chat import ChatRequest, ask_in_session, chat, chat_panel
 from localqwen_medical.audit_action import AuditForm
 from localqwen_medical.settings import MedicalConfig
 
@@ -110,18 +110,10 @@ class Medical(Plugin):
         chats = ctx.chats
         found = [info.id for info in chats.sessions(limit=100_000) if info.metadata.get("name") == form.session]
         session_id = found[0] if found else chats.create_session(metadata={"name": form.session})
-        if not chats.claim_turn(session_id):  # one turn of a session at a time (its chat may be answering)
-            message = f"session {form.session!r} is still answering a question; ask again when it is done"
-            yield events.Error(message=message, field="session")
-            yield events.Done(status="failed", summary=message)
-            return
-        try:
-            chats.append(session_id, {"role": "user", "content": form.question})
-            config = self._config(ctx)
-            yield from answer_stored(chats, session_id, lambda request: answer(request, ctx, config),
-                                     metadata=metadata)
-        finally:
-            chats.release_turn(session_id)
+        config = self._config(ctx)
+        yield from ask_in_session(chats, session_id, {"role": "user", "content": form.question},
+                                  lambda request: answer(request, ctx, config), session_name=form.session,
+                                  metadata=metadata)
 
     @action(form=AuditForm, title="Audit")
     def audit(self, form: AuditForm, ctx: Context):

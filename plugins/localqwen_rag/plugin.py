@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from localqwen.plugin_api import Context, Form, Plugin, Requirements, Widget, action, events, field
-from localqwen.plugin_api.chat import ChatRequest, ImageRejected, answer_stored, attach_image, chat
+from localqwen.plugin_api.chat import ChatRequest, ImageRejected, ask_in_session, attach_image, chat
 from localqwen.plugin_api.extensions import Extensions
 from localqwen_rag.settings import RagConfig, SessionChoices
 
@@ -125,23 +125,14 @@ class RagPlugin(Plugin):
             content = [{"type": "image", "image": copy}, {"type": "text", "text": form.question}]
         config = self._config(ctx)
         choices = form.model_dump(include=set(SessionChoices.model_fields))  # this turn's, kept by the session
-        # The ask action is not a chat view, so it stores the turn the way Conversations does: one
-        # turn of a session at a time (the chat tab may be answering in this one).
-        if not ctx.chats.claim_turn(session_id):
-            message = f"session {form.session!r} is still answering a question; ask again when it is done"
-            yield events.Error(message=message, field="session")
-            yield events.Done(status="failed", summary=message)
-            return
-        try:
-            ctx.chats.append(session_id, {"role": "user", "content": content})
-            for event in answer_stored(ctx.chats, session_id, lambda request: answer(request, ctx, config),
-                                       metadata=choices):
-                if isinstance(event, events.Done) and event.result.get("outcome") == "failure":
-                    # A script running `localqwen run rag ask` must see an ungrounded answer: exit 1, reason shown.
-                    event = event.model_copy(update={"status": "failed"})
-                yield event
-        finally:
-            ctx.chats.release_turn(session_id)
+        # The ask action is not a chat view, so it stores the turn the way Conversations does.
+        for event in ask_in_session(ctx.chats, session_id, {"role": "user", "content": content},
+                                    lambda request: answer(request, ctx, config), session_name=form.session,
+                                    metadata=choices):
+            if isinstance(event, events.Done) and event.result.get("outcome") == "failure":
+                # A script running `localqwen run rag ask` must see an ungrounded answer: exit 1, reason shown.
+                event = event.model_copy(update={"status": "failed"})
+            yield event
 
     @action(form=AddDocumentsForm, title="Add documents")
     def add_documents(self, form: AddDocumentsForm, ctx: Context):
