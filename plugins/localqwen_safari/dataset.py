@@ -13,8 +13,8 @@ import json
 import os
 import random
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
@@ -68,7 +68,7 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     ``openings`` (compact profile): each compact Thought says how far each way is open (openings.py).
 
     The files appear in ``out_dir`` only when the run is complete, replacing the last run's
-    (:func:`_generate_staged`); a second run into the same folder while one writes is refused."""
+    (:func:`_staged`); a second run into the same folder while one writes is refused."""
     system_prompt(prompt)  # an unknown profile or teacher fails here, before any file is written
     teacher_policy = get_teacher(teacher)
     if route and prompt != "compact":
@@ -92,79 +92,77 @@ def generate(out_dir: Path, episodes: int, *, kind: str = "both",
     if any(k not in KINDS for k in kinds):
         raise ValueError(f"unknown mission kind {kind!r} (expected one of {', '.join(KINDS)} or both)")
     out_dir = Path(out_dir).expanduser()
+    names = [DATASET_FILE, CONVERSATIONS_FILE] + ([GROUNDING_FILE] if grounding_apart else [])
+    tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message=f"{teacher} episodes")
+    rows = training_rows = successes = 0
+    with _staged(out_dir, names) as staging, \
+            open(staging / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
+            open(staging / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
+            open(staging / GROUNDING_FILE, "w", encoding="utf-8") if grounding_apart else nullcontext(chat_rows) \
+            as question_rows:
+        for index, mission in enumerate(missions_in_turn(episodes, seed_start, tuple(kinds))):
+            episode = Episode.start(mission)
+            for turn in play_turns(episode, policy, render=True):
+                image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
+                assert turn.view is not None
+                (staging / image_file).write_bytes(turn.view)
+                copies = oversample if turn.decision.situation in TARGET_SITUATIONS else 1
+                context, compact = turn.context, turn.compact_context
+                if look:
+                    line = look_line(turn.targets, turn.position, turn.animals_in_view)
+                    context, compact = with_look(context, line), with_look(compact, line)
+                if route:
+                    compact = with_route(compact, lines.pop())
+                write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission,
+                           turn=turn.number, image_file=image_file, context=context, compact_context=compact,
+                           decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
+                           lead=turn.reply_lead(openings))
+                rows += 1
+                training_rows += copies
+                if look:
+                    for row in look_rows(image_file, turn.targets, turn.position, turn.animals_in_view, prompt,
+                                         random.Random(f"look-{seed_start + index}-{turn.number}")):
+                        chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                        training_rows += 1
+                for question in range(grounding):
+                    row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
+                                        random.Random(f"{seed_start + index}-{turn.number}-{question}"),
+                                        ask_present=question % 2 == 0)
+                    question_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
+                    training_rows += not grounding_apart
+            successes += episode.success
+            if index % 20 == 19 or index == episodes - 1:
+                yield tracker.update(index + 1)
+    return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "teacher": teacher,
+            "teacher_success_rate": round(successes / episodes, 4),
+            "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
+            "images": str(out_dir / "images"),
+            **({"grounding": str(out_dir / GROUNDING_FILE)} if grounding_apart else {})}
+
+
+@contextmanager
+def _staged(out_dir: Path, names: list[str]) -> Iterator[Path]:
+    """A staging folder inside ``out_dir`` for one run's files, put in place (:func:`_publish`) only
+    when the run's block ends normally: a run stopped or killed midway leaves the dataset that was
+    there before, never a part of one or rows whose images another run overwrote. The folder's lock
+    keeps one run at a time, so a staging folder left by a killed run is removed here."""
     out_dir.mkdir(parents=True, exist_ok=True)
     lock = FileLock(out_dir / LOCK_FILE)
     if not lock.acquire(blocking=False):
         raise ValueError(f"{out_dir}: another generate is writing there ({lock.holder() or 'a live process'}); "
                          "wait for it or pick another --output-dir")
     try:
-        return (yield from _generate_staged(out_dir, episodes, kinds, seed_start, policy, prompt, oversample,
-                                            grounding, grounding_apart, teacher, look, route, openings, lines))
+        for stale in out_dir.glob(STAGING_PREFIX + "*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        staging = out_dir / f"{STAGING_PREFIX}{os.getpid()}"
+        (staging / "images").mkdir(parents=True)
+        try:
+            yield staging
+            _publish(staging, out_dir, names)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
     finally:
         lock.release()
-
-
-def _generate_staged(out_dir: Path, episodes: int, kinds: list[str], seed_start: int,
-                     policy: Callable[[Episode], Decision], prompt: str, oversample: int, grounding: int,
-                     grounding_apart: bool, teacher: str, look: bool, route: bool, openings: bool,
-                     lines: list[str]) -> Iterator[Any]:
-    """:func:`generate`'s work, written into a staging folder inside ``out_dir`` and put in place
-    only once complete (:func:`_publish`): a run stopped or killed midway leaves the dataset that was
-    there before, never a part of one or rows whose images another run overwrote. Runs own the
-    folder's lock, so a staging folder left by a killed run is removed here."""
-    for stale in out_dir.glob(STAGING_PREFIX + "*"):
-        shutil.rmtree(stale, ignore_errors=True)
-    staging = out_dir / f"{STAGING_PREFIX}{os.getpid()}"
-    (staging / "images").mkdir(parents=True)
-    names = [DATASET_FILE, CONVERSATIONS_FILE] + ([GROUNDING_FILE] if grounding_apart else [])
-    tracker = ev.ProgressTracker(episodes, unit="episodes", task="generate", message=f"{teacher} episodes")
-    rows = training_rows = successes = 0
-    try:
-        with open(staging / DATASET_FILE, "w", encoding="utf-8") as seed_rows, \
-                open(staging / CONVERSATIONS_FILE, "w", encoding="utf-8") as chat_rows, \
-                open(staging / GROUNDING_FILE, "w", encoding="utf-8") if grounding_apart else nullcontext(chat_rows) \
-                as question_rows:
-            for index, mission in enumerate(missions_in_turn(episodes, seed_start, tuple(kinds))):
-                episode = Episode.start(mission)
-                for turn in play_turns(episode, policy, render=True):
-                    image_file = f"images/e{index:06d}_t{turn.number:02d}.png"
-                    assert turn.view is not None
-                    (staging / image_file).write_bytes(turn.view)
-                    copies = oversample if turn.decision.situation in TARGET_SITUATIONS else 1
-                    context, compact = turn.context, turn.compact_context
-                    if look:
-                        line = look_line(turn.targets, turn.position, turn.animals_in_view)
-                        context, compact = with_look(context, line), with_look(compact, line)
-                    if route:
-                        compact = with_route(compact, lines.pop())
-                    write_turn(seed_rows, chat_rows, prompt=prompt, episode=index, mission=mission,
-                               turn=turn.number, image_file=image_file, context=context, compact_context=compact,
-                               decision=turn.decision, results=[run.result for run in turn.runs], copies=copies,
-                               lead=turn.reply_lead(openings))
-                    rows += 1
-                    training_rows += copies
-                    if look:
-                        for row in look_rows(image_file, turn.targets, turn.position, turn.animals_in_view, prompt,
-                                             random.Random(f"look-{seed_start + index}-{turn.number}")):
-                            chat_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-                            training_rows += 1
-                    for question in range(grounding):
-                        row = grounding_row(image_file, turn.position, turn.animals_in_view, prompt,
-                                            random.Random(f"{seed_start + index}-{turn.number}-{question}"),
-                                            ask_present=question % 2 == 0)
-                        question_rows.write(json.dumps(row, ensure_ascii=False) + "\n")
-                        training_rows += not grounding_apart
-                successes += episode.success
-                if index % 20 == 19 or index == episodes - 1:
-                    yield tracker.update(index + 1)
-        _publish(staging, out_dir, names)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return {"episodes": episodes, "rows": rows, "training_rows": training_rows, "teacher": teacher,
-            "teacher_success_rate": round(successes / episodes, 4),
-            "dataset": str(out_dir / DATASET_FILE), "conversations": str(out_dir / CONVERSATIONS_FILE),
-            "images": str(out_dir / "images"),
-            **({"grounding": str(out_dir / GROUNDING_FILE)} if grounding_apart else {})}
 
 
 def _publish(staging: Path, out_dir: Path, names: list[str]) -> None:
