@@ -15,6 +15,7 @@ whichever order they end, and a clear mid-answer would leave an answer with no q
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,20 +124,26 @@ class Conversations:
         """Forget the session's messages (it stays, with its metadata); refused while it answers."""
         store = self.store(plugin_id)
         store.session(session_id)
-        self._claim(session_id)
-        try:
+        with self._claimed(session_id):
             store.truncate(session_id, 0)
-        finally:
-            self._release(session_id)
+        self._release(session_id)
 
     def answering(self, session_id: int) -> bool:
         """Whether a turn of this session is under way in this process (a chat view's, or a plugin's
         ask action storing into it: the chat store keeps the one list of them)."""
         return self.services.chats.answering(session_id)
 
-    def _claim(self, session_id: int) -> None:
+    @contextmanager
+    def _claimed(self, session_id: int) -> Iterator[None]:
+        """Claim the session's turn for the block; released here only if the block fails (else by
+        the turn's :class:`_Answer`, or by the caller)."""
         if not self.services.chats.claim_turn(session_id):
             raise SessionAnswering(t("chat.still_answering"))
+        try:
+            yield
+        except BaseException:
+            self._release(session_id)
+            raise
 
     def _release(self, session_id: int) -> None:
         self.services.chats.release_turn(session_id)
@@ -178,8 +185,7 @@ class Conversations:
         text = text.strip()
         if not text and not images:
             raise ValueError(t("chat.empty_message"))
-        self._claim(session_id)
-        try:
+        with self._claimed(session_id):
             attached = [self.attach_image(session_id, image) for image in images]
             content: str | list[dict[str, Any]] = text
             if attached:
@@ -188,9 +194,6 @@ class Conversations:
                     content.append({"type": "text", "text": text})
             store.append(session_id, {"role": "user", "content": content})
             return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
-        except BaseException:
-            self._release(session_id)
-            raise
 
     def regenerate(self, plugin_id: str, session_id: int, cancel: CancelToken | None = None,
                    generation: dict[str, Any] | None = None) -> Iterator[Any]:
@@ -202,13 +205,9 @@ class Conversations:
         last_user = max((i for i, m in enumerate(messages) if m["role"] == "user"), default=None)
         if last_user is None:
             raise ValueError(t("chat.nothing_to_regenerate"))
-        self._claim(session_id)
-        try:
+        with self._claimed(session_id):
             store.truncate(session_id, last_user + 1)
             return self._answer(plugin, store, session_id, cancel or CancelToken(), generation)
-        except BaseException:
-            self._release(session_id)
-            raise
 
     def _answer(self, plugin: Plugin, store: PluginChats, session_id: int, cancel: CancelToken,
                 generation: dict[str, Any] | None = None) -> Iterator[Any]:

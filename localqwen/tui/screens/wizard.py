@@ -135,14 +135,13 @@ class WizardScreen(BaseScreen):
     # -- the step's view (prefill, lists, intro) ------------------------------------------------
     @work(thread=True, exclusive=True, group="wizard-view")
     def _load_view(self, serial: int) -> None:
-        walk, index = self.walk, self.walk.index
         try:
-            view = walk.view()
+            view = self.walk.view()
         except Exception as exc:  # the form still works without prefill or lists
             self.app.call_from_thread(self.notify, f"{type(exc).__name__}: {exc}", severity="error")
             view = StepView(done=self.done)
-        if walk.index == index and serial == self._view_serial:  # still on that step
-            self.app.call_from_thread(self._show_view, view, serial)  # type: ignore[arg-type]
+        # Every step change rebuilds the screen with a new serial, so _show_view drops a stale view.
+        self.app.call_from_thread(self._show_view, view, serial)  # type: ignore[arg-type]
 
     def _showing(self, serial: int, form: FormView) -> bool:
         """Whether the view of load ``serial`` may still go into ``form`` (checked after each await:
