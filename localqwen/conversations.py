@@ -129,8 +129,9 @@ class Conversations:
         self._release(session_id)
 
     def answering(self, session_id: int) -> bool:
-        """Whether a turn of this session is under way in this process (a chat view's, or a plugin's
-        ask action storing into it: the chat store keeps the one list of them)."""
+        """Whether a turn of this session is under way, in this process or another one on the same
+        data folder (a chat view's, or a plugin's ask action storing into it: the chat store keeps
+        them, as lock files)."""
         return self.services.chats.answering(session_id)
 
     @contextmanager

@@ -145,6 +145,44 @@ def test_one_turn_at_a_time_per_session():
     assert talk.entries("parrot", session) == []
 
 
+def test_a_turn_under_way_in_another_process_holds_the_session_until_it_ends_or_dies():
+    """The TUI and the web view of one data folder are two processes: a session answering in one
+    is refused in the other, and a process killed mid-answer does not leave its session stuck."""
+    import signal
+    import subprocess
+    import sys
+
+    from localqwen.conversations import SessionAnswering
+
+    bench = bench_with(Parrot)
+    talk = bench.conversations
+    session, other = talk.new_session("parrot"), talk.new_session("parrot")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\n"
+         "from pathlib import Path\n"
+         "from localqwen.storage.chat_store import ChatStore\n"
+         "from localqwen.storage.database import Database\n"
+         "store = ChatStore(Database(Path(sys.argv[1])))\n"
+         "print('claimed' if store.claim_turn(int(sys.argv[2])) else 'refused', flush=True)\n"
+         "time.sleep(120)\n",
+         str(bench.services.database.path), str(session)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "claimed"
+        assert talk.answering(session) and not talk.answering(other)
+        with pytest.raises(SessionAnswering, match="still answering"):
+            talk.send("parrot", session, "meanwhile, in the other window")
+        assert talk.entries("parrot", session) == []
+        list(talk.send("parrot", other, "another session is not held up"))
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        holder.stdout.close()
+    assert not talk.answering(session)
+    assert list(talk.send("parrot", session, "after the crash"))[-1].status == "ok"
+
+
 def test_at_done_the_session_is_free_and_its_metadata_saved():
     """A view starts the next turn as soon as it shows "done": it must not be refused, and the next
     turn must see the metadata the last one left (saved before Done is handed on, not after)."""

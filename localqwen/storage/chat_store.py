@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from localqwen.storage.file_lock import FileLock
+
 if TYPE_CHECKING:
     from localqwen.storage.database import Database
 
@@ -71,26 +73,47 @@ class ChatStore:
     def __init__(self, database: Database) -> None:
         self.database = database
         database.migrate("chat_history", MIGRATIONS)
-        # Sessions with a turn under way in this process (the chat views through Conversations, a
-        # plugin's ask action): one turn at a time, or two answers land in either order.
-        self._answering: set[int] = set()
-        self._answering_lock = threading.Lock()
+        # Sessions with a turn under way (the chat views through Conversations, a plugin's ask
+        # action): one turn at a time, or two answers land in either order. Each is a lock file
+        # beside the database, so the TUI and the web view of one data folder, two processes, keep
+        # apart too; the system frees a killed process's turn with its lock, so none stays stuck.
+        self._turns_dir = database.path.with_name(database.path.name + ".turns")
+        self._turns: dict[int, FileLock] = {}
+        self._turns_lock = threading.Lock()
 
     def claim_turn(self, session_id: int) -> bool:
-        """Mark a turn of ``session_id`` under way; False (nothing changed) when one already is."""
-        with self._answering_lock:
-            if session_id in self._answering:
+        """Mark a turn of ``session_id`` under way; False (nothing changed) when one already is, in
+        this process or another one on the same database."""
+        with self._turns_lock:
+            if session_id in self._turns:
                 return False
-            self._answering.add(session_id)
+            lock = self._turn_lock(session_id)
+            if not lock.acquire(blocking=False):
+                return False
+            self._turns[session_id] = lock
             return True
 
     def release_turn(self, session_id: int) -> None:
-        with self._answering_lock:
-            self._answering.discard(session_id)
+        with self._turns_lock:
+            lock = self._turns.pop(session_id, None)
+        if lock is not None:
+            lock.release()
 
     def answering(self, session_id: int) -> bool:
-        with self._answering_lock:
-            return session_id in self._answering
+        """Whether a turn of ``session_id`` is under way here or in another process."""
+        with self._turns_lock:
+            if session_id in self._turns:
+                return True
+            probe = self._turn_lock(session_id)
+            if probe.acquire(blocking=False):  # free: held for a moment, as a claim would be
+                probe.release()
+                return False
+            return True
+
+    def _turn_lock(self, session_id: int) -> FileLock:
+        # The files stay (a few bytes each, removed with their session): deleting a lock file
+        # another process may have just opened would let two holders lock two different files.
+        return FileLock(self._turns_dir / f"{session_id}.lock")
 
     def for_plugin(self, plugin_id: str) -> PluginChats:
         return PluginChats(self, plugin_id)
@@ -134,6 +157,13 @@ class ChatStore:
 
     def delete_session(self, session_id: int) -> None:
         self._conn.execute("DELETE FROM chat_sessions WHERE id = ?", (session_id,))
+        # Its turn's lock file goes too, unless a turn holds it (ids are never reused, so a file
+        # left is only a few bytes, and a holder of the unlinked file holds a deleted session's turn).
+        if self.claim_turn(session_id):
+            try:
+                self._turn_lock(session_id).path.unlink(missing_ok=True)
+            finally:
+                self.release_turn(session_id)
 
     def set_metadata(self, session_id: int, metadata: dict[str, Any]) -> None:
         self._conn.execute("UPDATE chat_sessions SET metadata = ? WHERE id = ?", (_dump(metadata), session_id))
