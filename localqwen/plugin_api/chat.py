@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import shutil
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,12 +229,15 @@ def answer_stored(chats: PluginChats, session_id: int, respond: Callable[[ChatRe
 
 def ask_in_session(chats: PluginChats, session_id: int, message: dict[str, Any],
                    respond: Callable[[ChatRequest], Iterator[Any]], *, session_name: str,
-                   metadata: dict[str, Any] | None = None) -> Iterator[Any]:
+                   metadata: dict[str, Any] | None = None, uploads: Sequence[str] = ()) -> Iterator[Any]:
     """A plugin action's turn in one of its chat sessions (the RAG and medical ``ask``): store the
     user ``message`` and answer it with :func:`answer_stored`, one turn of a session at a time, as the
     chat views do. While the session answers elsewhere (its chat tab) the turn is refused with an
-    ``Error`` and a failed ``Done``, and nothing is stored."""
+    ``Error`` and a failed ``Done``, and nothing is stored: the ``uploads`` copied for the message
+    (:func:`attach_image`) are removed then, as no stored message will show them."""
     if not chats.claim_turn(session_id):
+        for upload in uploads:
+            Path(upload).unlink(missing_ok=True)
         refusal = f"session {session_name!r} is still answering a question; ask again when it is done"
         yield ev.Error(message=refusal, field="session")
         yield ev.Done(status="failed", summary=refusal)

@@ -116,19 +116,20 @@ class RagPlugin(Plugin):
         yield from sessions.import_legacy_sessions(ctx.chats, ctx.data_dir)
         session_id = sessions.named_session(ctx.chats, form.session)
         content: str | list[dict[str, Any]] = form.question
+        uploads: list[str] = []
         if form.image:
             try:
-                copy = attach_image(form.image, ctx.paths.uploads_dir, session_id)
+                uploads.append(attach_image(form.image, ctx.paths.uploads_dir, session_id))
             except ImageRejected as exc:
                 yield events.Error(message=str(exc), field="image")
                 return
-            content = [{"type": "image", "image": copy}, {"type": "text", "text": form.question}]
+            content = [{"type": "image", "image": uploads[0]}, {"type": "text", "text": form.question}]
         config = self._config(ctx)
         choices = form.model_dump(include=set(SessionChoices.model_fields))  # this turn's, kept by the session
         # The ask action is not a chat view, so it stores the turn the way Conversations does.
         for event in ask_in_session(ctx.chats, session_id, {"role": "user", "content": content},
                                     lambda request: answer(request, ctx, config), session_name=form.session,
-                                    metadata=choices):
+                                    metadata=choices, uploads=uploads):
             if isinstance(event, events.Done) and event.result.get("outcome") == "failure":
                 # A script running `localqwen run rag ask` must see an ungrounded answer: exit 1, reason shown.
                 event = event.model_copy(update={"status": "failed"})

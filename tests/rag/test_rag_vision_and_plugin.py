@@ -102,15 +102,21 @@ def test_ask_action_end_to_end(tmp_path, tiny_qwen3_path):
 
 
 def test_ask_waits_its_turn_when_the_session_is_answering(tmp_path):
-    """The ask action stores into the chat session the chat tab may be answering in: refused, nothing stored."""
+    """The ask action stores into the chat session the chat tab may be answering in: refused, nothing
+    stored, and the copy of its image in the uploads folder removed (no message will show it)."""
     from localqwen_rag.sessions import named_session
+    from PIL import Image
 
     workbench = Workbench.create()
     chats = workbench.services.chats.for_plugin("rag")
     session = named_session(chats, "default")
+    Image.new("RGB", (8, 8), "red").save(tmp_path / "scan.png")
     assert chats.claim_turn(session)  # the chat tab answering in this session
-    refused = list(workbench.run("rag", "ask", {"question": "Which drug prevents blood clots?"}))
+    refused = list(workbench.run("rag", "ask", {"question": "Which drug prevents blood clots?",
+                                                "image": str(tmp_path / "scan.png")}))
     assert refused[-1].status == "failed" and "still answering" in refused[-1].summary
     assert chats.messages(session) == []
+    uploads = workbench.paths.uploads_dir
+    assert not uploads.exists() or [p for p in uploads.rglob("*") if p.is_file()] == []
     chats.release_turn(session)
     assert not workbench.conversations.answering(session)
