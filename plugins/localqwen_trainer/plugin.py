@@ -146,7 +146,7 @@ class Trainer(Plugin):
             state.forms[step] = values
             state.forms[key] = result
         state.mark(step, changed=changed)
-        self._store(ctx).save(state)
+        self._store(ctx).save(state, step)  # merged with what other windows saved meanwhile
         following = state.next_step
         return ev.Done(summary=f"{step} saved" + (f"; next: {following}" if following else "; wizard complete"),
                        result={"wizard": state.name, "next_step": following})
@@ -383,7 +383,7 @@ class Trainer(Plugin):
             except (ExportError, ConverterNotFound, ValueError) as exc:
                 yield ev.Warning(message=f"GGUF export: {exc}")
         state.mark("evaluate")
-        self._store(ctx).save(state)
+        self._store(ctx).save(state, "evaluate")
         yield ev.Done(summary=", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()),
                       result=result)
 

@@ -6,16 +6,24 @@ Each step keeps the form values it was run with, so a frontend coming back to a 
 Running a step again keeps the other steps' marks unless its result changed: then the steps built
 from it (the job config, the run, the evaluation) must be done again; the choices made in the
 other steps stay done.
+
+Two windows may work on one setup at once (the TUI and the web wizard, a CLI step beside them), and
+a step may run for an hour (training). So a step's save is merged into the setup as it is on disk
+then, under a lock: what the step changed goes in, what others saved meanwhile stays; and a step
+whose earlier steps were changed while it ran (its result rests on what is no longer chosen) is
+refused, with nothing of it saved (:class:`WizardChanged`).
 """
 
 from __future__ import annotations
 
+import copy
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from localqwen.atomic import atomic_write_text
+from localqwen.storage.file_lock import FileLock
 
 STEPS = ("model", "data", "method", "hyperparameters", "run", "evaluate")
 # Steps whose result is built from the earlier ones: the job config, the trained model, its scores.
@@ -33,6 +41,8 @@ class WizardState:
     config_path: str | None = None
     output_dir: str | None = None
     forms: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> the form values it last ran with
+    # WizardStore.load() also sets ``_as_loaded`` (the state as read, not a field: never written),
+    # which its save() merges against.
 
     @property
     def next_step(self) -> str | None:
@@ -82,14 +92,60 @@ class WizardStore:
 
     def load(self, name: str) -> WizardState:
         path = self.path(name)
-        if not path.exists():
-            return WizardState(name=name)
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        known = WizardState.__dataclass_fields__
-        return WizardState(**{k: v for k, v in saved.items() if k in known})
+        state = WizardState(name=name)
+        if path.exists():
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            known = WizardState.__dataclass_fields__
+            state = WizardState(**{k: v for k, v in saved.items() if k in known})
+        state._as_loaded = copy.deepcopy(asdict(state))  # what save() merges against
+        return state
 
-    def save(self, state: WizardState) -> None:
-        atomic_write_text(self.path(state.name), json.dumps(asdict(state), indent=2, ensure_ascii=False))
+    def save(self, state: WizardState, step: str | None = None) -> None:
+        """Write what changed in ``state`` since it was loaded into the setup as it is on disk now.
+        With ``step``, refused (:class:`WizardChanged`, nothing written) when a step before it was
+        changed or undone on disk since ``state`` was loaded."""
+        path = self.path(state.name)
+        with FileLock(path.with_name(path.name + ".lock")):
+            loaded = getattr(state, "_as_loaded", None)
+            mine = asdict(state)
+            if loaded is not None:
+                latest = asdict(self.load(state.name))
+                if latest != loaded:
+                    moved = [s for s in (STEPS[:STEPS.index(step)] if step else ())
+                             if _step_choice(latest, s) != _step_choice(loaded, s)]
+                    if moved:
+                        raise WizardChanged(
+                            f"setup '{state.name}': step {moved[0]} was changed elsewhere (another window?) "
+                            f"while {step} ran, so {step} was not saved; run it again")
+                    mine = _merged(loaded, mine, latest)
+            atomic_write_text(path, json.dumps(mine, indent=2, ensure_ascii=False))
+        for key, value in mine.items():
+            setattr(state, key, copy.deepcopy(value))
+        state._as_loaded = copy.deepcopy(mine)
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []
+
+
+class WizardChanged(ValueError):
+    """A step's save refused: a step it builds on was changed elsewhere while it ran."""
+
+
+def _step_choice(state: dict[str, Any], step: str) -> tuple[Any, Any, bool]:
+    """What a later step builds on from ``step``: its form values, its result and whether it is done."""
+    forms = state["forms"]
+    return forms.get(step), forms.get(f"{step}_result"), step in state["done"]
+
+
+def _merged(loaded: dict[str, Any], mine: dict[str, Any], latest: dict[str, Any]) -> dict[str, Any]:
+    """``latest`` with what changed from ``loaded`` to ``mine``: each field, each form, each mark."""
+    out = copy.deepcopy(latest)
+    for key, value in mine.items():
+        if key == "forms":
+            out["forms"].update({k: v for k, v in value.items() if loaded["forms"].get(k) != v})
+        elif key == "done":
+            added, removed = set(value) - set(loaded["done"]), set(loaded["done"]) - set(value)
+            out["done"] = [s for s in STEPS if (s in latest["done"] or s in added) and s not in removed]
+        elif value != loaded.get(key):
+            out[key] = copy.deepcopy(value)
+    return out

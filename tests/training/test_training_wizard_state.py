@@ -44,3 +44,53 @@ def test_a_guided_flow_needs_distinct_steps():
     assert flow.first_open(["a"]) == 1 and flow.first_open(["a", "b"]) == 1 and flow.first_open([]) == 0
     with pytest.raises(KeyError, match="no step 'c'"):
         flow.index("c")
+
+
+def test_two_windows_on_one_setup_keep_each_others_steps(tmp_path):
+    """The TUI and the web wizard (or a CLI step) on one setup: a step saved in one window is not
+    undone by a step saved later from a state the other window loaded before it."""
+    from localqwen_trainer.state import WizardStore
+
+    store = WizardStore(tmp_path)
+    first = WizardState(name="s", model={"path": "/m"}, forms={"model": {"model": "/m"}})
+    first.mark("model")
+    store.save(first, "model")
+    web, tui = store.load("s"), store.load("s")
+    web.data, web.forms["data"] = {"train": "a.jsonl"}, {"file": "a.jsonl"}
+    web.mark("data")
+    store.save(web, "data")
+    tui.model["suggested"], tui.forms["model"] = "lora", {"model": "/m", "task": "text"}
+    tui.mark("model", changed=False)
+    store.save(tui, "model")  # loaded before the data step was saved: merged, not written over it
+    kept = store.load("s")
+    assert kept.data == {"train": "a.jsonl"} and kept.forms["data"] == {"file": "a.jsonl"}
+    assert kept.model["suggested"] == "lora" and kept.done == ["model", "data"]
+    assert tui.done == ["model", "data"]  # the saving window sees the merged setup too
+
+
+def test_a_step_whose_earlier_steps_changed_while_it_ran_is_not_saved(tmp_path):
+    """Training takes an hour; if the data step is run again meanwhile in another window, the run's
+    result rests on data no longer chosen: refused, named, and nothing of it written."""
+    from localqwen_trainer.state import WizardChanged, WizardStore
+
+    store = WizardStore(tmp_path)
+    state = WizardState(name="s", forms={"data": {"file": "a.jsonl"}, "data_result": {"train": "a.jsonl"}})
+    for step in STEPS[:4]:
+        state.mark(step)
+    store.save(state)
+    running = store.load("s")  # the run step starts
+    other = store.load("s")
+    other.forms["data"], other.forms["data_result"] = {"file": "b.jsonl"}, {"train": "b.jsonl"}
+    other.mark("data", changed=True)
+    store.save(other, "data")
+    running.training["final"] = "/out/final"
+    running.mark("run")
+    with pytest.raises(WizardChanged, match="step data was changed elsewhere .* while run ran, so run was not saved"):
+        store.save(running, "run")
+    kept = store.load("s")
+    assert "final" not in kept.training and kept.done == ["model", "data", "method"]
+    assert kept.forms["data"] == {"file": "b.jsonl"}
+    later = store.load("s")  # a step after the change saves as usual
+    later.mark("hyperparameters")
+    store.save(later, "hyperparameters")
+    assert store.load("s").done == ["model", "data", "method", "hyperparameters"]
