@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from localqwen.storage.file_lock import FileLock
 from localqwen.training.config import JobConfig, save_job_config
 from localqwen.training.data_sources import DataSources
 from localqwen.training.event_log import EventLog, EventSink, is_main_process, read_progress
@@ -23,6 +24,8 @@ from localqwen.training.job_run import checkpoint_step, latest_checkpoint, train
 from localqwen.training.loss_chart import LossChart
 from localqwen.vocabulary import events as ev
 from localqwen.vocabulary.finish import finish_once
+
+RUN_LOCK = ".training.lock"  # in the output folder, held while a run writes there
 
 
 def run_job(config: JobConfig, *, resume: bool = False, echo: EventSink | None = None,
@@ -34,19 +37,35 @@ def run_job(config: JobConfig, *, resume: bool = False, echo: EventSink | None =
     stop = stop or StopFlag()
     output = config.output_path
     output.mkdir(parents=True, exist_ok=True)
-    checkpoint = latest_checkpoint(output) if resume else None
-    earlier = _losses_before(config, checkpoint) if checkpoint is not None else []
     main = is_main_process()
-    log = EventLog(config.progress_log, echo, append=resume, enabled=main)
-    chart = LossChart(log, output, earlier=earlier, enabled=main)
-    done: Any = None
+    # One run per output folder: a second one (the wizard's Run pressed in two windows, the CLI
+    # beside it) would truncate the first's progress log and write over its checkpoints. Refused
+    # before anything in the folder is touched; the ranks of one distributed run share it (rank 0 holds it).
+    lock = FileLock(output / RUN_LOCK) if main else None
+    if lock is not None and not lock.acquire(blocking=False):
+        holder = lock.holder()
+        refused = ev.Done(status="failed", summary=(
+            f"{output} is in use by another training run{f' ({holder})' if holder else ''}: wait for it to "
+            "end or stop it, or give this job another output_dir"))
+        if echo is not None:
+            echo(refused)
+        return refused
     try:
-        for event in finish_once(_job(config, resume, checkpoint, chart, stop, data_sources)):
-            chart(event)
-            done = event
+        checkpoint = latest_checkpoint(output) if resume else None
+        earlier = _losses_before(config, checkpoint) if checkpoint is not None else []
+        log = EventLog(config.progress_log, echo, append=resume, enabled=main)
+        chart = LossChart(log, output, earlier=earlier, enabled=main)
+        done: Any = None
+        try:
+            for event in finish_once(_job(config, resume, checkpoint, chart, stop, data_sources)):
+                chart(event)
+                done = event
+        finally:
+            log.close()
+        return done
     finally:
-        log.close()
-    return done
+        if lock is not None:
+            lock.release()
 
 
 def _job(config: JobConfig, resume: bool, checkpoint: Any, chart: LossChart, stop: StopFlag,

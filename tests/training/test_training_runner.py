@@ -68,6 +68,31 @@ def test_sft_job_writes_a_progress_log_the_uis_can_follow(tmp_path, tiny_qwen3_p
     assert any((config.output_path / "swanlog").iterdir())
 
 
+def test_a_second_run_into_the_same_output_folder_is_refused_and_touches_nothing(tmp_path, tiny_qwen3_path):
+    """The wizard's Run pressed in two windows, or the CLI beside it: the second run would truncate the
+    first one's progress log and write over its checkpoints. It ends at once, failed, naming the holder;
+    once the folder is free the job runs."""
+    from localqwen.storage.file_lock import FileLock
+    from localqwen.training.runner import RUN_LOCK
+
+    config = _config(tmp_path, tiny_qwen3_path, max_steps=2)
+    config.output_path.mkdir(parents=True)
+    config.progress_log.write_text('{"kind": "log", "message": "the first run is writing"}\n')
+    first = FileLock(config.output_path / RUN_LOCK)
+    assert first.acquire(blocking=False)  # the first run, as another process holds it
+    try:
+        echoed = []
+        done = run_job(config, echo=echoed.append)
+        assert done.status == "failed" and echoed == [done]
+        assert f"{config.output_path} is in use by another training run (pid {os.getpid()} on " in done.summary
+        assert "another output_dir" in done.summary
+        assert config.progress_log.read_text() == '{"kind": "log", "message": "the first run is writing"}\n'
+        assert sorted(p.name for p in config.output_path.iterdir()) == [RUN_LOCK, "progress.jsonl"]
+    finally:
+        first.release()
+    assert run_job(config).status == "ok"
+
+
 def _losses(log):
     return {e.step: e.values["loss"] for e in read_progress(log) if isinstance(e, ev.Metric) and "loss" in e.values}
 
