@@ -94,7 +94,13 @@ class WizardStore:
         path = self.path(name)
         state = WizardState(name=name)
         if path.exists():
-            saved = json.loads(path.read_text(encoding="utf-8"))
+            try:
+                saved = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(saved, dict):
+                    raise ValueError(f"a JSON object was expected, not {type(saved).__name__}")
+            except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+                raise ValueError(f"wizard setup '{name}' ({path}) cannot be read: {exc}; fix the file, or "
+                                 "delete it to start this setup again") from None
             known = WizardState.__dataclass_fields__
             state = WizardState(**{k: v for k, v in saved.items() if k in known})
         state._as_loaded = copy.deepcopy(asdict(state))  # what save() merges against

@@ -94,3 +94,15 @@ def test_a_step_whose_earlier_steps_changed_while_it_ran_is_not_saved(tmp_path):
     later.mark("hyperparameters")
     store.save(later, "hyperparameters")
     assert store.load("s").done == ["model", "data", "method", "hyperparameters"]
+
+
+def test_a_damaged_setup_file_is_named_with_what_to_do(tmp_path):
+    from localqwen_trainer.state import WizardStore
+
+    store = WizardStore(tmp_path)
+    store.path("s").write_text('{"name": "s", "done": ["model"', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"wizard setup 's' \(.*s\.json\) cannot be read: .*delete it"):
+        store.load("s")
+    store.path("s").write_text("[1, 2]", encoding="utf-8")
+    with pytest.raises(ValueError, match="a JSON object was expected, not list"):
+        store.load("s")
