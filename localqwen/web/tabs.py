@@ -60,6 +60,9 @@ def models_tab(bench: Workbench, blocks: Any) -> None:
         if not model_id:
             return t("models.nothing_selected")
         services = bench.services
+        holder = services.models.downloading(model_id)
+        if holder:  # say it here, not as a job that fails at once
+            return t("models.already_downloading", model=model_id, holder=holder)
         job = services.jobs.start_stream(t("models.downloading", model=model_id),
                                          lambda cancel: download_events(services, model_id, cancel))
         return t("models.download_started", model=model_id) + f" (`{job.id}`)"

@@ -160,3 +160,21 @@ async def test_model_pickers_offer_hub_cache_models_and_a_picked_folder(app, tin
         assert app.screen.query_one("#model-for-captioner", Select).value == str(tiny_qwen3_path)
         text = app.bench.paths.config_file.read_text()
         assert "[plugins.captioner]" in text and str(tiny_qwen3_path) in text
+        # A model downloading already (its lock held, as the web view's or the CLI's would be) is said
+        # at once, and no second job starts.
+        from textual.widgets import DataTable
+
+        from localqwen.storage.file_lock import FileLock
+
+        table = app.screen.query_one("#models-table", DataTable)
+        table.move_cursor(row=table.get_row_index("qwen3-0.6b"))
+        busy = FileLock(app.bench.paths.models_dir / ".downloading" / "huggingface_qwen3-0.6b.lock")
+        assert busy.acquire(blocking=False)
+        try:
+            jobs_before = len(app.bench.services.jobs.list())
+            app.screen.query_one("#models-download").press()
+            await wait_for(pilot, lambda: any("qwen3-0.6b is already downloading (pid" in text
+                                              for text in notifications(app)))
+            assert len(app.bench.services.jobs.list()) == jobs_before
+        finally:
+            busy.release()

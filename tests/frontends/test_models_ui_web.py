@@ -68,6 +68,17 @@ def test_web_view_models_generation_lists_and_words(served, tiny_qwen3_path):
     assert "has no config.json" in refused
     assert "rag" in client.predict(str(tiny_qwen3_path), api_name="/model_for_rag")
     assert str(tiny_qwen3_path) in (served["home"] / "config" / "config.toml").read_text()
+    # A model that is downloading already (here: its lock held by this process, as the CLI's would be)
+    # is said on the button's status line, and no second job starts.
+    from localqwen.storage.file_lock import FileLock
+
+    busy = FileLock(served["home"] / "data" / "models" / ".downloading" / "huggingface_qwen3-0.6b.lock")
+    assert busy.acquire(blocking=False)
+    try:
+        said = client.predict("qwen3-0.6b", api_name="/models_download")
+    finally:
+        busy.release()
+    assert said == f"qwen3-0.6b is already downloading (pid {os.getpid()} on {os.uname().nodename}); see Jobs."
     # Chat: max tokens reach the engine, and the status says which model answered.
     sessions, _shown, _about = client.predict("chat", api_name="/chat_plugin")
     session = sessions["value"] if isinstance(sessions, dict) else sessions

@@ -8,6 +8,7 @@ huggingface_hub.
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
@@ -295,3 +296,20 @@ def test_the_download_registry_keeps_every_record_when_writers_meet():
         thread.join()
     registry = managers[0]._registry()
     assert len(registry) == 80 and registry["model-1-39"] == {"transformers": "/models/1/39"}
+
+
+def test_a_view_can_ask_whether_a_model_is_downloading():
+    from localqwen.storage.file_lock import FileLock
+
+    models = manager()
+    assert models.downloading("qwen3-0.6b") == ""
+    lock = FileLock(models.paths.models_dir / ".downloading" / "huggingface_qwen3-0.6b.lock")
+    assert lock.acquire(blocking=False)  # the download's own lock, as another process holds it
+    try:
+        assert models.downloading("Qwen/Qwen3-0.6B").startswith(f"pid {os.getpid()} on ")
+        assert models.downloading("qwen3-0.6b", format="gguf") == ""  # another download
+        assert models.downloading("qwen3-0.6b", hub="modelscope") == ""
+    finally:
+        lock.release()
+    assert models.downloading("qwen3-0.6b") == ""
+    assert models.downloading("all-minilm-l6-v2") == ""  # in a wheel: never downloads

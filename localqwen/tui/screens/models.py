@@ -151,6 +151,10 @@ class ModelsScreen(BaseScreen):
             return
         model_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         services = self.app.bench.services  # type: ignore[attr-defined]
+        holder = services.models.downloading(model_id)
+        if holder:  # say it here, not as a job that fails at once
+            self.notify(t("models.already_downloading", model=model_id, holder=holder), severity="warning")
+            return
         job = self.app.jobs.start_stream(  # type: ignore[attr-defined]
             t("models.downloading", model=model_id), lambda cancel: download_events(services, model_id, cancel))
         self.notify(t("models.download_started", model=model_id))
