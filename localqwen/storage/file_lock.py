@@ -76,6 +76,14 @@ class FileLock:
             os.close(fd)
             self._threads.release()
 
+    def busy(self) -> bool:
+        """Whether another holder has the lock now. Free, it is taken and dropped at once, so for that
+        moment a non-blocking ``acquire`` elsewhere finds it busy."""
+        if self.acquire(blocking=False):
+            self.release()
+            return False
+        return True
+
     def holder(self) -> str:
         """Who holds the lock, as written by the holder ("pid 1234 on host"); "" when unknown."""
         try:

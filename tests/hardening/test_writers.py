@@ -215,7 +215,7 @@ def test_a_killed_lock_holder_releases_the_lock(tmp_path):
     """)])
     holder.wait_for("held", timeout=60)
     lock = FileLock(path)
-    assert not lock.acquire(blocking=False)
+    assert lock.busy() and not lock.acquire(blocking=False)
     assert lock.holder().startswith(f"pid {holder.process.pid} ")
     started = time.monotonic()
     assert not lock.acquire(timeout=0.3)
@@ -223,6 +223,8 @@ def test_a_killed_lock_holder_releases_the_lock(tmp_path):
     holder.process.send_signal(signal.SIGKILL)
     holder.process.wait(timeout=30)
     assert lock.acquire(timeout=10)
+    lock.release()
+    assert not lock.busy() and lock.acquire(blocking=False)  # the probe leaves it free
     lock.release()
 
 
