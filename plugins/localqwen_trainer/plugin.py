@@ -16,7 +16,7 @@ from localqwen.plugin_api import Context, Form, GuidedFlow, Plugin, Requirements
 from localqwen.plugin_api import events as ev
 from localqwen.training.methods import FULL, TRAINING_METHODS, MethodName
 from localqwen_trainer.presets import preset_training, suggested_methods
-from localqwen_trainer.state import STEPS, WizardState
+from localqwen_trainer.state import STEPS, WizardChanged, WizardState
 from localqwen_trainer.wizard import NAME_FIELD, NO_CUDA, WizardStore, trainer_flow, wizard_store
 
 # A cancelled run finishes its current step and saves a checkpoint before it exits; SIGKILL only after this.
@@ -317,7 +317,11 @@ class Trainer(Plugin):
             yield done
             return
         state.training["final"] = done.result.get("final")
-        finish = self._finish(ctx, state, "run", form, result=done.result)
+        try:
+            finish = self._finish(ctx, state, "run", form, result=done.result)
+        except WizardChanged as exc:  # the trained model is not lost: say where it is
+            raise WizardChanged(f"{exc}; the model it trained is kept in {done.result.get('final')} (export it "
+                                f"with `localqwen run trainer export --source {output_dir}`)") from None
         finish.result.update(done.result)
         finish.summary = done.summary + "; next: evaluate"
         yield finish

@@ -88,6 +88,22 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     _events, done = _run(bench, "status")
     assert done.result["next_step"] is None
 
+    # Training again while another window runs the data step anew: the run is not saved into the
+    # setup (it rests on data no longer chosen), and its error says where the trained model is.
+    events = []
+    for event in bench.run("trainer", "run", {}):
+        events.append(event)
+        if isinstance(event, ev.Metric) and sum(isinstance(e, ev.Metric) for e in events) == 1:
+            _events, changed = _run(bench, "data", file=str(data), eval_fraction=0.25, preview=1)
+            assert changed.status == "ok"
+    done = events[-1]
+    assert isinstance(done, ev.Done) and done.status == "failed"
+    assert "step data was changed elsewhere" in done.summary and "run was not saved" in done.summary
+    kept = Path(done.summary.split("the model it trained is kept in ")[1].split(" (export it")[0])
+    assert (kept / "adapter_config.json").exists()  # the trained adapter, ready to export
+    _events, done = _run(bench, "status")
+    assert done.result["next_step"] == "hyperparameters"
+
 
 def test_the_installed_plugins_register_their_data_sources_and_metrics():
     """What `localqwen train` and the wizard choose from: the built-ins plus the captioner's and RAG's."""
