@@ -94,6 +94,13 @@ def model_entries(services: Services) -> list[ModelEntry]:
         raise RuntimeUnavailable(t("models.service_failed", name="models", error=f"{type(exc).__name__}: {exc}")) from exc
 
 
+def already_downloading(services: Services, model_id: str) -> str:
+    """What to tell a user who asks to download ``model_id`` while another job, tab or process is
+    downloading it ("" when nobody is): said on the spot, not as a job that fails at once."""
+    holder = _service(services, "models").downloading(model_id)
+    return t("models.already_downloading", model=model_id, holder=holder) if holder else ""
+
+
 def download_events(services: Services, model_id: str, cancel: CancelToken) -> Iterator[Any]:
     """Download one catalog model, yielding Progress events (run it as a job).
 

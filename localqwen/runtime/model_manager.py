@@ -328,7 +328,7 @@ class ModelManager:
             raise ValueError(f"{repo!r} is neither a catalog id (see `localqwen models list`) nor a hub id "
                              f"owner/name such as Qwen/Qwen3-0.6B: {problem}{hint}")
         if format == "gguf":
-            quant = quant or DEFAULT_GGUF_QUANT
+            assert quant, "download() names the quantization (_download_quant)"
             patterns = list(dict.fromkeys(f"*{q}*.gguf" for q in (quant, quant.upper(), quant.lower())))
             folder = download_repo(repo, hub=hub, allow_patterns=patterns, offline=self.offline, progress=progress,
                                    cancel=cancel, model_id=f"{repo} --gguf --quant {quant}")

@@ -10,6 +10,7 @@ from localqwen.app import Workbench
 from localqwen.i18n import LANGUAGES, t
 from localqwen.runtime_info import (
     RuntimeUnavailable,
+    already_downloading,
     check_model_choice,
     device_report,
     download_events,
@@ -60,9 +61,9 @@ def models_tab(bench: Workbench, blocks: Any) -> None:
         if not model_id:
             return t("models.nothing_selected")
         services = bench.services
-        holder = services.models.downloading(model_id)
-        if holder:  # say it here, not as a job that fails at once
-            return t("models.already_downloading", model=model_id, holder=holder)
+        busy = already_downloading(services, model_id)
+        if busy:
+            return busy
         job = services.jobs.start_stream(t("models.downloading", model=model_id),
                                          lambda cancel: download_events(services, model_id, cancel))
         return t("models.download_started", model=model_id) + f" (`{job.id}`)"

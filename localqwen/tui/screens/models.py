@@ -14,6 +14,7 @@ from textual.widgets import Button, DataTable, Footer, Label, Markdown, Select, 
 from localqwen.i18n import t
 from localqwen.runtime_info import (
     RuntimeUnavailable,
+    already_downloading,
     check_model_choice,
     device_report,
     download_events,
@@ -151,9 +152,9 @@ class ModelsScreen(BaseScreen):
             return
         model_id = str(table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value)
         services = self.app.bench.services  # type: ignore[attr-defined]
-        holder = services.models.downloading(model_id)
-        if holder:  # say it here, not as a job that fails at once
-            self.notify(t("models.already_downloading", model=model_id, holder=holder), severity="warning")
+        busy = already_downloading(services, model_id)
+        if busy:
+            self.notify(busy, severity="warning")
             return
         job = self.app.jobs.start_stream(  # type: ignore[attr-defined]
             t("models.downloading", model=model_id), lambda cancel: download_events(services, model_id, cancel))
