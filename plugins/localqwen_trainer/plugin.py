@@ -134,8 +134,19 @@ class Trainer(Plugin):
     def _store(self, ctx: Context) -> WizardStore:
         return wizard_store(ctx)
 
+    def _save(self, ctx: Context, state: WizardState, step: str, kept: str = "") -> None:
+        """Save the step into the setup (merged with what other windows saved meanwhile). Refused
+        because a step before it changed elsewhere while it ran, the error also says what the step
+        left behind (``kept``: a trained model, scores), so an hour's work is not lost from sight."""
+        try:
+            self._store(ctx).save(state, step)
+        except WizardChanged as exc:
+            if not kept:
+                raise
+            raise WizardChanged(f"{exc}; {kept}") from None
+
     def _finish(self, ctx: Context, state: WizardState, step: str, form: Form | None = None,
-                result: Any = None) -> Any:
+                result: Any = None, kept: str = "") -> Any:
         """Save the step: its form values (a wizard view shows them again) and whether its result
         changed (then the job config, run and evaluation built from it are undone)."""
         changed = True
@@ -146,7 +157,7 @@ class Trainer(Plugin):
             state.forms[step] = values
             state.forms[key] = result
         state.mark(step, changed=changed)
-        self._store(ctx).save(state, step)  # merged with what other windows saved meanwhile
+        self._save(ctx, state, step, kept)
         following = state.next_step
         return ev.Done(summary=f"{step} saved" + (f"; next: {following}" if following else "; wizard complete"),
                        result={"wizard": state.name, "next_step": following})
@@ -317,11 +328,9 @@ class Trainer(Plugin):
             yield done
             return
         state.training["final"] = done.result.get("final")
-        try:
-            finish = self._finish(ctx, state, "run", form, result=done.result)
-        except WizardChanged as exc:  # the trained model is not lost: say where it is
-            raise WizardChanged(f"{exc}; the model it trained is kept in {done.result.get('final')} (export it "
-                                f"with `localqwen run trainer export --source {output_dir}`)") from None
+        finish = self._finish(ctx, state, "run", form, result=done.result,
+                              kept=f"the model it trained is kept in {done.result.get('final')} (export it with "
+                                   f"`localqwen run trainer export --source {output_dir}`)")
         finish.result.update(done.result)
         finish.summary = done.summary + "; next: evaluate"
         yield finish
@@ -386,10 +395,10 @@ class Trainer(Plugin):
                 result["gguf"] = str(exported.path(form.gguf_type))
             except (ExportError, ConverterNotFound, ValueError) as exc:
                 yield ev.Warning(message=f"GGUF export: {exc}")
+        summary = ", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items())
         state.mark("evaluate")
-        self._store(ctx).save(state, "evaluate")
-        yield ev.Done(summary=", ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in result.items()),
-                      result=result)
+        self._save(ctx, state, "evaluate", kept=f"what it found: {summary}")
+        yield ev.Done(summary=summary, result=result)
 
     def _heldout_rows(self, state: WizardState, read_rows: Any) -> list[dict[str, Any]]:
         if state.data.get("eval"):

@@ -88,12 +88,25 @@ def test_wizard_goes_from_model_to_evaluation_and_saves_a_rerunnable_config(tmp_
     _events, done = _run(bench, "status")
     assert done.result["next_step"] is None
 
+    # Evaluating again while another window runs the data step anew: not saved, and its error says
+    # what it found. Then the job config again, for the run below.
+    events = []
+    for event in bench.run("trainer", "evaluate", {"compare_rows": 0, "max_rows": 4, "max_new_tokens": 2}):
+        events.append(event)
+        if isinstance(event, ev.Step) and len(events) == 1:
+            _events, changed = _run(bench, "data", file=str(data), eval_fraction=0.3, preview=1)
+            assert changed.status == "ok"
+    done = events[-1]
+    assert isinstance(done, ev.Done) and done.status == "failed"
+    assert "while evaluate ran, so evaluate was not saved; run it again; what it found: eval_loss=" in done.summary
+    _run(bench, "hyperparameters", preset="quick", learning_rate=5e-3, max_steps=4, max_length=64)
+
     # Training again while another window runs the data step anew: the run is not saved into the
     # setup (it rests on data no longer chosen), and its error says where the trained model is.
     events = []
     for event in bench.run("trainer", "run", {}):
         events.append(event)
-        if isinstance(event, ev.Metric) and sum(isinstance(e, ev.Metric) for e in events) == 1:
+        if isinstance(event, ev.Metric) and not any(isinstance(e, ev.Metric) for e in events[:-1]):
             _events, changed = _run(bench, "data", file=str(data), eval_fraction=0.25, preview=1)
             assert changed.status == "ok"
     done = events[-1]
