@@ -141,6 +141,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="with --marking: each training stage's learning rate falls linearly to this share of "
                              "its start by the end of its budget (1, the default, keeps it flat: "
                              "docs/safari_learning.md, 'A falling learning rate')")
+    parser.add_argument("--average-decay", type=float, default=0.0,
+                        help="with --marking: each training stage writes an exponential moving average of its "
+                             "weights with this decay (0, the default: the last weights; docs/safari_learning.md, "
+                             "'The weights averaged')")
     parser.add_argument("--dagger-rounds", type=int, default=0,
                         help="tiny only: rounds of training on the model's own states after the expert's "
                              "episodes (dagger.py), within --train-minutes")
@@ -201,6 +205,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                      "cannot be negative")
     if not 0 <= args.final_lr_fraction <= 1:
         parser.error("--final-lr-fraction is a share of the starting learning rate: between 0 and 1")
+    if not 0 <= args.average_decay < 1:
+        parser.error("--average-decay is the share of the average each step keeps: at least 0, under 1")
     if not tiny and not (args.lora or args.qlora):
         parser.error("a pretrained --model is adapted with --lora or --qlora (full fine-tuning is for the tiny one)")
     args.episodes = args.episodes or (40 if args.quick else 200)
@@ -314,7 +320,8 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
                "pointer_place_weight": args.pointer_place_weight, "oversample": args.oversample,
                "final_lr_fraction": args.final_lr_fraction, "on_step": report,
                "route_rows": routes, "route_share": args.route_share if routes else 0.0,
-               "decision_weight": args.decision_weight, "shut_oversample": args.oversample_shut}
+               "decision_weight": args.decision_weight, "shut_oversample": args.oversample_shut,
+               "average_decay": args.average_decay}
     dagger_minutes = minutes_left() * args.dagger_share if args.dagger_rounds else 0.0
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
                      minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,

@@ -265,7 +265,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
                dagger_rows: list[TinyRow] | None = None, oversample: int = 1, final_lr_fraction: float = 1.0,
                pointer_weight: float = 0.0, pointer_place_weight: float = 0.0, route_rows: list[TinyRow] | None = None,
                route_share: float = 0.0, decision_weight: float = 1.0, shut_oversample: int = 1,
-               on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
+               average_decay: float = 0.0, on_step: Callable[[int, int, float], None] | None = None) -> TinyRun:
     """Train ``model_dir`` (a warmed tiny Qwen3-VL, vision_warmup.py) on ``episodes`` of the
     teacher's episodes (or ``rows`` made already, :func:`tiny_rows`) with the replies' loss plus ``marking_weight`` x marking and
     ``readout_weight`` x readout (0 turns a lesson off; readout is off by default: at weight 1 it
@@ -291,6 +291,11 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     (``max_steps`` or ``minutes``, whichever comes first). Flat by default: falling to a tenth gave
     a lower replies' loss and a model that noticed and declared the target less often, because the
     marking lesson stopped converging (docs/safari_learning.md, "A falling learning rate").
+    ``average_decay`` (0: off): the model written is an exponential moving average of the weights
+    (Polyak averaging; decay ``min(average_decay, (1 + step) / (10 + step))``, so the first steps
+    are not frozen in), while training goes on from the live weights at the flat rate: the noise a
+    flat rate leaves in the last weights is averaged out without slowing the lessons the way a
+    falling rate did; the live weights are written to ``out/live`` beside it, for comparison.
     Writes the model to ``out/final``."""
     import torch
     from PIL import Image
@@ -377,6 +382,9 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     trained = [p for p in model.parameters() if p.requires_grad] + [*mark_head.parameters(), *readout_head.parameters(),
                                                                     *place_head.parameters()]
     optimiser = torch.optim.AdamW(trained, lr=learning_rate, weight_decay=0.0)
+    if not 0.0 <= average_decay < 1.0:
+        raise ValueError(f"average_decay must be in [0, 1), got {average_decay}")
+    averaged = [(p, p.detach().clone()) for p in model.parameters() if p.requires_grad] if average_decay else []
     cross_entropy = torch.nn.functional.cross_entropy
 
     def step_loss(batch: list[int]) -> tuple[torch.Tensor, list[float | None]]:
@@ -475,6 +483,11 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         torch.nn.utils.clip_grad_norm_(trained, 1.0)
         optimiser.step()
         optimiser.zero_grad()
+        if averaged:
+            with torch.no_grad():
+                decay = min(average_decay, (1 + step) / (10 + step))
+                for live, shadow in averaged:
+                    shadow.lerp_(live, 1.0 - decay)
         step += 1
         recent = (recent + [parts])[-100:]
         replies_loss = parts[0] if parts[0] is not None else replies_loss
@@ -483,6 +496,11 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     model.eval()
     if pointer is not None:
         pointer.remove()
+    if averaged:
+        save_model_folder(model, processor, model_dir, Path(out) / "live")
+        with torch.no_grad():
+            for live, shadow in averaged:
+                live.copy_(shadow)
     final = save_model_folder(model, processor, model_dir, Path(out) / "final")
     # the last 100 steps' means, each over the steps its lesson applied to (0.0 where it never did)
     names = ("replies", "marking", "readout", "pointer", "pointer_place", "route")

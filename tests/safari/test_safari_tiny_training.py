@@ -62,6 +62,7 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     from localqwen_safari.model_policy import ModelPolicy
     from localqwen_safari.tiny_training import train_tiny
     from localqwen_safari.vision_warmup import warm_up_vision
+    from safetensors.torch import load_file
 
     from localqwen.runtime.engine import GenerationSettings
     from localqwen.runtime.engine.transformers_backend import TransformersEngine
@@ -120,6 +121,18 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
         train_tiny(merged, tmp_path / "refused", episodes=1, max_steps=1)
     with pytest.raises(ValueError, match="at least one episode"):
         train_tiny(warm.model, tmp_path / "none", episodes=0, max_steps=1)
+    # the weights averaged: the folder written is the average of the steps' weights, which lies nearer
+    # the start than the live weights written beside it
+    averaged = train_tiny(run.model, tmp_path / "averaged", episodes=10, max_steps=6, batch_size=8, rows=rows,
+                          average_decay=0.99)
+    start, live, final = (load_file(folder / "model.safetensors") for folder in
+                          (run.model, averaged.model.parent / "live", averaged.model))
+    moved = [name for name in start if not start[name].equal(live[name])]
+    assert moved and all(name.startswith("model.language_model") or name == "lm_head.weight" for name in moved)
+    assert all(start[name].equal(final[name]) for name in start if name not in moved)  # the frozen tower too
+    assert all((final[name] - start[name]).norm() < (live[name] - start[name]).norm() for name in moved)
+    with pytest.raises(ValueError, match="average_decay"):
+        train_tiny(run.model, tmp_path / "no-average", episodes=10, max_steps=1, rows=rows, average_decay=1.0)
 
 
 def test_the_learning_bench_takes_marking_only_where_it_applies():
