@@ -198,9 +198,20 @@ async def test_bespoke_view_and_command_palette(app):
 
 
 async def chat_ready(pilot, app, plugin_id: str) -> None:
-    """The chat screen has loaded the plugins that chat and opened ``plugin_id``'s latest session."""
-    await wait_for(pilot, lambda: getattr(app.screen, "plugin_id", None) == plugin_id
-                   and app.screen.session_id is not None)
+    """The chat screen has loaded the plugins that chat and opened ``plugin_id``'s latest session.
+    Opening ends by listing the sessions and focusing the input; the session is set before its
+    messages and side panel are drawn, and the panel column appearing moves the buttons, so a click
+    sent on the session alone could land where a button was (seen on a loaded machine)."""
+
+    def opened() -> bool:
+        screen = app.screen
+        session_id = getattr(screen, "session_id", None)
+        return (getattr(screen, "plugin_id", None) == plugin_id and session_id is not None
+                and bool(screen.query(f"#session-{session_id}"))
+                and screen.query_one("#chat-input", Input).has_focus)
+
+    await wait_for(pilot, opened)
+    await pilot.pause()  # the layout the opening changed is settled before any click
     await pilot.pause(0.1)
 
 
