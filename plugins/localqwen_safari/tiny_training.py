@@ -306,6 +306,8 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     from localqwen_safari.pointer import HeadAttention, pointer_loss
     from localqwen_safari.vision_warmup import save_model_folder
 
+    if not 0.0 <= average_decay < 1.0:  # before the rows and the features, the run's slow start
+        raise ValueError(f"average_decay must be in [0, 1), got {average_decay}")
     started = time.monotonic()
     deadline = started + minutes * 60 if minutes is not None else None
     rng = random.Random(seed)
@@ -382,8 +384,6 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     trained = [p for p in model.parameters() if p.requires_grad] + [*mark_head.parameters(), *readout_head.parameters(),
                                                                     *place_head.parameters()]
     optimiser = torch.optim.AdamW(trained, lr=learning_rate, weight_decay=0.0)
-    if not 0.0 <= average_decay < 1.0:
-        raise ValueError(f"average_decay must be in [0, 1), got {average_decay}")
     averaged = [(p, p.detach().clone()) for p in model.parameters() if p.requires_grad] if average_decay else []
     cross_entropy = torch.nn.functional.cross_entropy
 
