@@ -21,13 +21,22 @@ async def wait_for(pilot, condition, timeout: float = 60.0) -> None:
         await pilot.pause(0.05)
 
 
+async def click_when_laid_out(pilot, selector: str) -> None:
+    """Click ``selector`` once it has a place on screen and the layout is settled: a click sent
+    right after the state changed (model controls shown, frames cleared) could land where the
+    widget was before the layout moved it (seen in the chat tests on a loaded machine)."""
+    await wait_for(pilot, lambda: bool(pilot.app.screen.query_one(selector).region))
+    await pilot.pause()
+    await pilot.pause(0.1)
+    await pilot.click(selector)
+
+
 async def open_safari(pilot, app):
     """From the home screen to the Safari screen, as a user clicks."""
     from localqwen_safari.tui import SafariScreen
 
     await wait_for(pilot, lambda: app.screen.query("#view-safari"))
-    await pilot.pause(0.3)
-    await pilot.click("#view-safari")
+    await click_when_laid_out(pilot, "#view-safari")
     await wait_for(pilot, lambda: isinstance(app.screen, SafariScreen))
     return app.screen
 
@@ -61,7 +70,7 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             screen = await open_safari(pilot, app)
 
             # watch the expert
-            await pilot.click("#watch")
+            await click_when_laid_out(pilot, "#watch")
             await wait_for(pilot, lambda: screen.frames)
             await pilot.press("space")  # pause
             assert not screen.playing
@@ -78,7 +87,7 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             await wait_for(pilot, lambda: screen.index > start + 1)
             await pilot.press("space")
             # export the GIF
-            await pilot.click("#gif")
+            await click_when_laid_out(pilot, "#gif")
             await wait_for(pilot, lambda: screen.gif_path is not None)
             gif = screen.gif_path
             assert gif == screen.outputs_dir / f"{screen.source}.gif"
@@ -89,19 +98,19 @@ def test_watch_step_gif_reopen_and_play_by_keys(tui_app, short_walk):
             screen.query_one("#episode-path", Input).value = str(saved)
             turns = len(screen.frames)
             screen.frames = []
-            await pilot.click("#open")
+            await click_when_laid_out(pilot, "#open")
             await wait_for(pilot, lambda: screen.frames)
             assert len(screen.frames) == turns and "checked against its world" in status_of(screen)
             # a broken file says why
             broken = saved.with_name("broken.jsonl")
             broken.write_text(saved.read_text()[:-20])
             screen.query_one("#episode-path", Input).value = str(broken)
-            await pilot.click("#open")
+            await click_when_laid_out(pilot, "#open")
             await wait_for(pilot, lambda: "cut off" in status_of(screen))
 
             # play by hand to the target, with a note on the way
             screen.query_one("#seed", Input).value = str(seed)
-            await pilot.click("#play-human")
+            await click_when_laid_out(pilot, "#play-human")
             await wait_for(pilot, lambda: screen.game is not None)
             await pilot.press("n")
             assert screen.focused is screen.query_one("#notepad-input", Input)
@@ -138,7 +147,7 @@ def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen
             await wait_for(pilot, lambda: screen.query_one("#model-controls").display)
             screen.query_one("#model", Input).value = str(tiny_qwen3_vl_path)
             screen.query_one("#max-tokens", Input).value = "8"
-            await pilot.click("#watch")
+            await click_when_laid_out(pilot, "#watch")
             seen_while_live: list[int] = []
 
             def finished() -> bool:
@@ -153,16 +162,16 @@ def test_a_model_plays_live_stops_and_says_why_it_cannot_load(tui_app, tiny_qwen
             saved.unlink()
 
             screen.query_one("#max-tokens", Input).value = "512"  # long replies: the game lasts well past Stop
-            await pilot.click("#watch")  # again, stopped after its first turn
+            await click_when_laid_out(pilot, "#watch")  # again, stopped after its first turn
             await wait_for(pilot, lambda: screen.frames, timeout=60)
-            await pilot.click("#stop")
+            await click_when_laid_out(pilot, "#stop")
             assert not screen.live and "stopped: the game was not saved" in status_of(screen)
             shown = len(screen.frames)
             await pilot.pause(1.0)
             assert len(screen.frames) == shown < 25 and not saved.exists()
 
             screen.query_one("#model", Input).value = str(screen.outputs_dir / "no-such-model")
-            await pilot.click("#watch")
+            await click_when_laid_out(pilot, "#watch")
             await wait_for(pilot, lambda: not screen.live, timeout=60)
             assert "model folder not found" in status_of(screen)
 
