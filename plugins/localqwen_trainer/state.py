@@ -41,8 +41,13 @@ class WizardState:
     config_path: str | None = None
     output_dir: str | None = None
     forms: dict[str, dict[str, Any]] = field(default_factory=dict)  # step -> the form values it last ran with
-    # WizardStore.load() also sets ``_as_loaded`` (the state as read, not a field: never written),
-    # which its save() merges against.
+    # The saved fields as WizardStore.load() read them, which its save() merges against (None for a
+    # state never loaded: saved as it is). Not itself saved.
+    as_loaded: dict[str, Any] | None = field(default=None, repr=False, compare=False)
+
+    def saved_fields(self) -> dict[str, Any]:
+        """The fields the setup's file holds (a deep copy)."""
+        return {k: v for k, v in asdict(self).items() if k != "as_loaded"}
 
     @property
     def next_step(self) -> str | None:
@@ -101,9 +106,9 @@ class WizardStore:
             except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
                 raise ValueError(f"wizard setup '{name}' ({path}) cannot be read: {exc}; fix the file, or "
                                  "delete it to start this setup again") from None
-            known = WizardState.__dataclass_fields__
+            known = set(WizardState.__dataclass_fields__) - {"as_loaded"}
             state = WizardState(**{k: v for k, v in saved.items() if k in known})
-        state._as_loaded = copy.deepcopy(asdict(state))  # what save() merges against
+        state.as_loaded = state.saved_fields()  # what save() merges against
         return state
 
     def save(self, state: WizardState, step: str | None = None) -> None:
@@ -112,10 +117,10 @@ class WizardStore:
         changed or undone on disk since ``state`` was loaded."""
         path = self.path(state.name)
         with FileLock(path.with_name(path.name + ".lock")):
-            loaded = getattr(state, "_as_loaded", None)
-            mine = asdict(state)
+            loaded = state.as_loaded
+            mine = state.saved_fields()
             if loaded is not None:
-                latest = asdict(self.load(state.name))
+                latest = self.load(state.name).saved_fields()
                 if latest != loaded:
                     moved = [s for s in (STEPS[:STEPS.index(step)] if step else ())
                              if _step_choice(latest, s) != _step_choice(loaded, s)]
@@ -127,7 +132,7 @@ class WizardStore:
             atomic_write_text(path, json.dumps(mine, indent=2, ensure_ascii=False))
         for key, value in mine.items():
             setattr(state, key, copy.deepcopy(value))
-        state._as_loaded = copy.deepcopy(mine)
+        state.as_loaded = copy.deepcopy(mine)
 
     def names(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.json")) if self.folder.is_dir() else []

@@ -3,6 +3,8 @@ and what a guided flow declaration must hold."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from localqwen_trainer.presets import TINY_MODEL_PARAMS, preset_training, suggested_methods
 from localqwen_trainer.state import STEPS, WizardState
@@ -66,6 +68,11 @@ def test_two_windows_on_one_setup_keep_each_others_steps(tmp_path):
     assert kept.data == {"train": "a.jsonl"} and kept.forms["data"] == {"file": "a.jsonl"}
     assert kept.model["suggested"] == "lora" and kept.done == ["model", "data"]
     assert tui.done == ["model", "data"]  # the saving window sees the merged setup too
+    on_disk = json.loads(store.path("s").read_text(encoding="utf-8"))
+    assert "as_loaded" not in on_disk  # the merge base stays in memory
+    on_disk["as_loaded"] = {"name": "x"}  # and a hand-edited file cannot plant one
+    store.path("s").write_text(json.dumps(on_disk), encoding="utf-8")
+    assert store.load("s").as_loaded == kept.saved_fields()
 
 
 def test_a_step_whose_earlier_steps_changed_while_it_ran_is_not_saved(tmp_path):
