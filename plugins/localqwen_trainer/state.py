@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +46,8 @@ class WizardState:
     as_loaded: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def saved_fields(self) -> dict[str, Any]:
-        """The fields the setup's file holds (a deep copy)."""
-        return {k: v for k, v in asdict(self).items() if k != "as_loaded"}
+        """The fields the setup's file holds (a deep copy; ``as_loaded`` is left out, not copied)."""
+        return {name: copy.deepcopy(getattr(self, name)) for name in SAVED_FIELDS}
 
     @property
     def next_step(self) -> str | None:
@@ -87,6 +87,9 @@ class WizardState:
         return out
 
 
+SAVED_FIELDS = tuple(f.name for f in fields(WizardState) if f.name != "as_loaded")
+
+
 class WizardStore:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
@@ -106,8 +109,7 @@ class WizardStore:
             except ValueError as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
                 raise ValueError(f"wizard setup '{name}' ({path}) cannot be read: {exc}; fix the file, or "
                                  "delete it to start this setup again") from None
-            known = set(WizardState.__dataclass_fields__) - {"as_loaded"}
-            state = WizardState(**{k: v for k, v in saved.items() if k in known})
+            state = WizardState(**{k: v for k, v in saved.items() if k in SAVED_FIELDS})
         state.as_loaded = state.saved_fields()  # what save() merges against
         return state
 
