@@ -4,9 +4,9 @@ the TUI through the pilot, the web view through the handler its page load runs."
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
+from pilot_waits import wait_for
 
 from localqwen.app import Workbench
 from localqwen.i18n import set_language
@@ -17,13 +17,6 @@ from localqwen.runtime.host import HostInfo
 # built-in chat (2 GB) and RAG (2.5 GB) fit, the captioner (3 GB) and the trainer (4 GB) do not.
 SMALL_LAPTOP = HostInfo(cpu_cores=4, ram_total_gb=8.0, ram_available_gb=4.5, cpu_flags={"avx2"}, llama_cpp=True)
 CAPTIONER_MARK = "⚠ May not run here: needs about 3 GB of memory; this machine has 2.5 GB available (RAM)"
-
-
-async def wait_for(pilot, condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await pilot.pause(0.05)
 
 
 @pytest.fixture

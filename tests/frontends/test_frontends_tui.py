@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import io
-import time
 
 import pytest
+from pilot_waits import wait_for
 from textual.widgets import Collapsible, DataTable, Input, Markdown, Select, Sparkline, Static, Switch
 
 from localqwen.app import Workbench
@@ -30,14 +30,6 @@ def async_test(func):
         return asyncio.run(func(*args, **kwargs))
 
     return wrapper
-
-
-async def wait_for(pilot, condition, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
 
 
 async def home_ready(pilot, app) -> None:

@@ -8,9 +8,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
-import time
 
 import pytest
+from pilot_waits import wait_for
 from textual.widgets import Input, Select, Static
 
 from localqwen.app import Workbench
@@ -29,14 +29,6 @@ def async_test(func):
         return asyncio.run(func(*args, **kwargs))
 
     return wrapper
-
-
-async def wait_for(pilot, condition, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
 
 
 def notifications(app) -> list[str]:

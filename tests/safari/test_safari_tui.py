@@ -4,31 +4,11 @@ watched and stepped, a GIF exported, the saved episode reopened, and a mission p
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
+from pilot_waits import click_when_laid_out, wait_for
 
 SIZE = (130, 44)
-
-
-async def wait_for(pilot, condition, timeout: float = 60.0) -> None:
-    # 60 s, not 30: showing the model controls once took over 30 s with a two-thread bench beside
-    # the test run on two cores (10 s for the whole test alone); the conditions are what is checked.
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not met in time")
-        await pilot.pause(0.05)
-
-
-async def click_when_laid_out(pilot, selector: str) -> None:
-    """Click ``selector`` once it has a place on screen and the layout is settled: a click sent
-    right after the state changed (model controls shown, frames cleared) could land where the
-    widget was before the layout moved it (seen in the chat tests on a loaded machine)."""
-    await wait_for(pilot, lambda: bool(pilot.app.screen.query_one(selector).region))
-    await pilot.pause()
-    await pilot.pause(0.1)
-    await pilot.click(selector)
 
 
 async def open_safari(pilot, app):
