@@ -143,8 +143,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                              "docs/safari_learning.md, 'A falling learning rate')")
     parser.add_argument("--average-decay", type=float, default=0.0,
                         help="with --marking: each training stage writes an exponential moving average of its "
-                             "weights with this decay (0, the default: the last weights; docs/safari_learning.md, "
-                             "'The weights averaged')")
+                             "weights with this decay (0, the default: the last weights; the README's kept command "
+                             "uses 0.998: docs/safari_learning.md, 'The weights averaged' and its same-day pairs)")
     parser.add_argument("--dagger-rounds", type=int, default=0,
                         help="tiny only: rounds of training on the model's own states after the expert's "
                              "episodes (dagger.py), within --train-minutes")
