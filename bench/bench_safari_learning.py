@@ -326,9 +326,11 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
     run = train_tiny(warm.model, work / "run", episodes=args.episodes, teacher=args.teacher, rows=rows,
                      minutes=minutes_left() - dagger_minutes, max_steps=args.max_steps,
                      learning_rate=args.learning_rate, **lessons)
-    summary = (f"{run.steps} steps of {args.batch_size} on {run.rows} rows; last 100 steps' losses: "
+    summary = (f"{run.steps} steps of {args.batch_size} ({run.step_seconds:.3f} s a step) on {run.rows} rows; "
+               "last 100 steps' losses: "
                + ", ".join(f"{name} {value:.4f}" for name, value in run.losses.items()))
-    training: dict[str, Any] = {"summary": summary, "steps": run.steps, "stopped_by_budget": run.stopped_by_budget,
+    training: dict[str, Any] = {"summary": summary, "steps": run.steps, "step_seconds": run.step_seconds,
+                                "stopped_by_budget": run.stopped_by_budget,
                                 "losses": run.losses, "vision_warmup": {**asdict(warm), "model": str(warm.model)}}
     trained, own = run.model, list[TinyRow]()
     for number in range(1, args.dagger_rounds + 1):
@@ -349,8 +351,10 @@ def train_marked(args: argparse.Namespace, model: Path, work: Path) -> tuple[Pat
         trained = step_run.model
         training.setdefault("dagger", []).append(
             {"round": number, "states": len(new_rows), "own_rows": len(own), "policy_success_rate": round(success, 4),
-             "steps": step_run.steps, "losses": step_run.losses, "seconds": round(time.monotonic() - round_started, 1)})
-        print(f"  round {number}: {step_run.steps} steps, half of each batch the model's own states; losses "
+             "steps": step_run.steps, "step_seconds": step_run.step_seconds, "losses": step_run.losses,
+             "seconds": round(time.monotonic() - round_started, 1)})
+        print(f"  round {number}: {step_run.steps} steps ({step_run.step_seconds:.3f} s a step), half of each batch "
+              "the model's own states; losses "
               + ", ".join(f"{name} {value:.4f}" for name, value in step_run.losses.items()), flush=True)
     if training.get("dagger"):  # the summary line covers every stage, not just the first
         training["summary"] += "; then " + ", ".join(

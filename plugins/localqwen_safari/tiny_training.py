@@ -71,6 +71,9 @@ class TinyRun:
     rows: int
     # the last 100 steps' means: replies, marking, readout, pointer, pointer_place, route
     losses: dict[str, float] = field(default_factory=dict)
+    # seconds a step took in the training loop (rows and model loading not counted): the machine's
+    # speed that day, which sets how many steps the minutes buy (docs/safari_learning.md)
+    step_seconds: float = 0.0
 
 
 def target_marks(target: str | None, here: Cell, in_view: list[tuple[str, Cell]]) -> tuple[list[float], tuple[int, int] | None]:
@@ -493,6 +496,7 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
         replies_loss = parts[0] if parts[0] is not None else replies_loss
         if on_step is not None:
             on_step(step, max_steps, replies_loss)  # the replies' loss (the last one, on a route step)
+    loop_seconds = time.monotonic() - loop_started  # before the writing below: the steps' own time
     model.eval()
     if pointer is not None:
         pointer.remove()
@@ -506,4 +510,5 @@ def train_tiny(model_dir: Path, out: Path, *, episodes: int, seed_start: int | N
     names = ("replies", "marking", "readout", "pointer", "pointer_place", "route")
     applied = [[value for parts in recent if (value := parts[k]) is not None] for k in range(len(names))]
     return TinyRun(final, step, round(time.monotonic() - started, 1), stopped_by_budget, len(rows),
-                   {name: round(sum(values) / max(1, len(values)), 4) for name, values in zip(names, applied, strict=True)})
+                   {name: round(sum(values) / max(1, len(values)), 4) for name, values in zip(names, applied, strict=True)},
+                   round(loop_seconds / max(1, step), 4))

@@ -79,6 +79,8 @@ def test_a_tiny_model_learns_to_mark_the_target_and_plays(tmp_path):
     encoded = [row.features for row in rows]
     assert all(features is not None and tuple(features.shape) == (VIEW * VIEW, 64) for features in encoded)
     assert run.steps == 120 and not run.stopped_by_budget and run.rows > 100
+    # a step's time is the loop's alone: the rows, the features and the writing are left out of it
+    assert run.step_seconds > 0 and run.step_seconds * run.steps < run.seconds
     # the lessons learn: the last 100 steps' losses are below the first 5 steps'
     assert run.losses["replies"] < first.losses["replies"] and run.losses["marking"] < first.losses["marking"]
     assert run.losses["readout"] < first.losses["readout"]
