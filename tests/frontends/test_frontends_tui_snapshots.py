@@ -15,6 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pilot_waits import wait_for
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
@@ -79,11 +80,9 @@ def snapshot_app(frontend_plugins, monkeypatch):
 async def showcase_run(app) -> None:
     async with app.run_test(size=(120, 48)) as pilot:
         app.open_action(app.bench.host.get("showcase"), "everything")
-        while not app.screen.query("#run"):
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: bool(app.screen.query("#run")))
         await app.screen.action_run()
-        while app.screen.event_view.done is None:
-            await pilot.pause(0.05)
+        await wait_for(pilot, lambda: app.screen.event_view.done is not None)
         app.set_focus(None)
         DOCS.mkdir(parents=True, exist_ok=True)
         (DOCS / "tui_events.svg").write_text(await stable_screenshot(app, pilot), encoding="utf-8")
@@ -94,8 +93,7 @@ def test_main_screens_match_snapshots(snapshot_app):
         app = snapshot_app()
         shots: dict[str, str] = {}
         async with app.run_test(size=SIZE) as pilot:
-            while getattr(app.screen, "plugins", None) is None:
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: getattr(app.screen, "plugins", None) is not None)
             shots["home"] = await stable_screenshot(app, pilot)
             app.open_action(app.bench.host.get("testplug"), "echo")
             await pilot.pause(0.2)
@@ -136,13 +134,11 @@ def test_chat_screen_matches_snapshot(snapshot_app, monkeypatch):
         app = snapshot_app()
         async with app.run_test(size=SIZE) as pilot:
             app.open_chat("parrot")
-            while getattr(app.screen, "plugin_id", None) != "parrot":
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: getattr(app.screen, "plugin_id", None) == "parrot")
             screen = app.screen
             screen.query_one("#chat-input").value = "hello there"
             await screen.action_send()
-            while screen.busy:
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: not screen.busy)
             app.set_focus(None)
             await pilot.pause(0.4)
             return await stable_screenshot(app, pilot)

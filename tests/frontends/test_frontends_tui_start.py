@@ -74,7 +74,8 @@ def test_a_broken_config_file_is_reported_in_the_tui_once_it_is_validated(tmp_pa
     """The first frame reads the file as plain TOML; the validated config, built after it, reports
     what is wrong (and the UI follows the defaults)."""
     import asyncio
-    import time
+
+    from pilot_waits import wait_for
 
     from localqwen.tui.app import LocalQwenApp
 
@@ -88,9 +89,7 @@ def test_a_broken_config_file_is_reported_in_the_tui_once_it_is_validated(tmp_pa
     async def scenario() -> list[str]:
         app = LocalQwenApp()
         async with app.run_test(size=(120, 40)) as pilot:
-            deadline = time.monotonic() + 30
-            while not app._notifications and time.monotonic() < deadline:
-                await pilot.pause(0.05)
+            await wait_for(pilot, lambda: bool(app._notifications))
             assert app.bench.config.app.language == "auto" and app.bench.config_error is not None
             return [str(notification.message) for notification in app._notifications]
 
